@@ -1,0 +1,111 @@
+/**
+ * RQ's RPC framing over Unix stream sockets (spec/rq.md §5.1), for both ends.
+ *
+ * A packet is `rq1 ` + the payload's byte length as 8 zero-padded digits + ` ` + the
+ * payload. A request payload is `<command> <argument>`; a reply payload is JSON text.
+ * One request and one reply per connection. A bad header drops the connection.
+ */
+import net from 'node:net';
+
+const MAGIC = 'rq1 ';
+const HEADER_LEN = 13;
+/** The length field has 8 digits. */
+export const MAX_PAYLOAD = 99_999_999;
+
+export function encodePacket(payload: string): Buffer {
+  const body = Buffer.from(payload, 'utf8');
+  if (body.length > MAX_PAYLOAD) throw new RangeError(`RPC payload of ${body.length} bytes is over ${MAX_PAYLOAD}`);
+  return Buffer.concat([Buffer.from(`${MAGIC}${String(body.length).padStart(8, '0')} `), body]);
+}
+
+export type PacketResult = { type: 'packet'; payload: string } | { type: 'partial' } | { type: 'bad'; reason: string };
+
+/** Try to read one packet from the bytes received so far. */
+export function decodePacket(buf: Buffer, atEof: boolean): PacketResult {
+  if (buf.length < HEADER_LEN) {
+    if (buf.length >= 4 && buf.subarray(0, 4).toString('latin1') !== MAGIC) return { type: 'bad', reason: 'bad magic' };
+    return atEof ? { type: 'bad', reason: 'short header' } : { type: 'partial' };
+  }
+  const head = buf.subarray(0, HEADER_LEN).toString('latin1');
+  if (!head.startsWith(MAGIC) || head[12] !== ' ' || !/^\d{8}$/.test(head.slice(4, 12))) {
+    return { type: 'bad', reason: 'bad header' };
+  }
+  const len = Number(head.slice(4, 12));
+  if (buf.length - HEADER_LEN < len && !atEof) return { type: 'partial' };
+  return { type: 'packet', payload: buf.subarray(HEADER_LEN, HEADER_LEN + len).toString('utf8') };
+}
+
+/** Split a request payload at the first space. */
+export function splitRequest(payload: string): { command: string; argument: string } {
+  const i = payload.indexOf(' ');
+  return i < 0 ? { command: payload, argument: '' } : { command: payload.slice(0, i), argument: payload.slice(i + 1) };
+}
+
+/**
+ * Send one request and wait for the reply. Resolves to the parsed JSON reply, or
+ * `null` when the socket refuses, closes early or answers garbage, as RQ's clients do.
+ */
+export function rpcCall(socketPath: string, command: string, argument = '', timeoutMs = 30_000): Promise<unknown> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let settled = false;
+    const done = (value: unknown): void => {
+      if (settled) return;
+      settled = true;
+      sock.destroy();
+      resolve(value);
+    };
+    const sock = net.createConnection(socketPath);
+    sock.setTimeout(timeoutMs, () => done(null));
+    sock.on('connect', () => sock.write(encodePacket(`${command} ${argument}`)));
+    sock.on('data', (c: Buffer) => {
+      chunks.push(c);
+      const r = decodePacket(Buffer.concat(chunks), false);
+      if (r.type === 'packet') done(parseReply(r.payload));
+      else if (r.type === 'bad') done(null);
+    });
+    sock.on('end', () => {
+      const r = decodePacket(Buffer.concat(chunks), true);
+      done(r.type === 'packet' ? parseReply(r.payload) : null);
+    });
+    sock.on('error', () => done(null));
+  });
+}
+
+function parseReply(payload: string): unknown {
+  try {
+    return JSON.parse(payload);
+  } catch {
+    return null;
+  }
+}
+
+/** Serve one request per connection; `handle` returns the reply payload (JSON text). */
+export function createRpcServer(handle: (command: string, argument: string) => Promise<string>): net.Server {
+  return net.createServer((sock) => {
+    const chunks: Buffer[] = [];
+    let handled = false;
+    sock.setTimeout(60_000, () => sock.destroy());
+    const tryHandle = (atEof: boolean): void => {
+      if (handled) return;
+      const r = decodePacket(Buffer.concat(chunks), atEof);
+      if (r.type === 'partial') return;
+      handled = true;
+      if (r.type === 'bad') {
+        sock.destroy();
+        return;
+      }
+      const { command, argument } = splitRequest(r.payload);
+      void handle(command, argument).then(
+        (reply) => sock.end(encodePacket(reply)),
+        () => sock.end(encodePacket('["fail","internal error"]')),
+      );
+    };
+    sock.on('data', (c: Buffer) => {
+      chunks.push(c);
+      tryHandle(false);
+    });
+    sock.on('end', () => tryHandle(true));
+    sock.on('error', () => sock.destroy());
+  });
+}

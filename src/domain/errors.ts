@@ -1,0 +1,40 @@
+/**
+ * The one error type of rq. Every failure a front door may need to render carries a
+ * stable `code`; the `message` is RQ's own wording where RQ has one (the RPC door sends
+ * `["fail", message]` verbatim), so the text is part of the contract. Each front door
+ * maps codes to its vocabulary in one table.
+ */
+export const ERROR_CODES = {
+  RQ_NOT_FOUND: 'the message does not exist',
+  RQ_NOT_IN_STATE: 'the message is not in the state the command needs',
+  RQ_BAD_MESSAGE: 'the message input is invalid',
+  RQ_BAD_REQUEST: 'the request is malformed',
+  RQ_QUEUE_DOWN: 'the queue is admin DOWN',
+  RQ_QUEUE_NOT_FOUND: 'the queue does not exist or is not running',
+  RQ_ATTACH: 'an attachment could not be added or removed',
+  RQ_IO: 'the filesystem refused an operation',
+  RQ_PROTOCOL: 'a peer broke the wire protocol',
+  RQ_CONFIG: 'a configuration file is invalid',
+} as const;
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class RqError extends Error {
+  override readonly name = 'RqError';
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** Turn anything thrown into an Error, once, at a boundary. */
+export function coerceError(thrown: unknown): Error {
+  if (thrown instanceof Error) return thrown;
+  return new Error(typeof thrown === 'string' ? thrown : JSON.stringify(thrown));
+}
+
+/** The errno code of a Node system error, if it has one. */
+export function errnoCode(thrown: unknown): string | undefined {
+  const code = (thrown as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}

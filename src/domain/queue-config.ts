@@ -1,0 +1,103 @@
+/**
+ * A queue's `config.json` (spec/rq.md §1.5): loading, normalising and the validation of
+ * configs given by link. The normalised value is frozen and passed down; nothing re-reads
+ * the file except a reload (SIGHUP).
+ */
+import { RqError } from './errors.js';
+import { PARAM_KEYS, isPlainObject } from './message.js';
+import { rubyToI } from './ruby.js';
+
+export interface ScheduleEntry {
+  cron: string;
+  params: Record<(typeof PARAM_KEYS)[number], unknown>;
+}
+
+export interface QueueConfig {
+  name: string;
+  /** Path of the queue script, relative to the install root or absolute. */
+  script: string;
+  /** Worker slots. RQ's default is 0, so a config without it runs nothing. */
+  num_workers: number;
+  /** `null` means `bash -lc`; `""` means no prefix (the script is executed directly). */
+  exec_prefix: string | null;
+  /** Extra environment for the script. Names starting with `RQ_` are ignored. */
+  env_vars: Record<string, string>;
+  /** Params (1..4) whose equality makes two waiting messages duplicates (§2.9). */
+  coalesce_params: number[];
+  /** Params (1..4) whose tuple may have only one message running at a time (§2.4). */
+  blocking_params: number[];
+  schedule: ScheduleEntry[];
+  /**
+   * Beyond RQ: seconds a run may take before its process group gets TERM, then KILL,
+   * and the message goes to `err`. `null` (the default) means no limit, as in RQ.
+   */
+  timeout: number | null;
+}
+
+const TRUTHY = new Set<unknown>([true, 'true', 'yes', '1', 1]);
+
+function paramList(value: unknown): number[] {
+  return Array.isArray(value) ? value.map(rubyToI) : [];
+}
+
+/** Normalise a parsed config object the way RQ does at every load. */
+export function normaliseQueueConfig(raw: Record<string, unknown>): QueueConfig {
+  let coalesce = paramList(raw['coalesce_params']);
+  if (TRUTHY.has(raw['coalesce'])) {
+    coalesce = [1, 2, 3, 4].filter((n) => TRUTHY.has(raw[`coalesce_param${n}`]));
+  }
+  const schedule: ScheduleEntry[] = [];
+  for (const entry of Array.isArray(raw['schedule']) ? raw['schedule'] : []) {
+    if (!isPlainObject(entry) || typeof entry['cron'] !== 'string') continue;
+    const params = Object.fromEntries(PARAM_KEYS.map((k) => [k, entry[k] ?? null])) as ScheduleEntry['params'];
+    schedule.push({ cron: entry['cron'], params });
+  }
+  const envVars: Record<string, string> = {};
+  if (isPlainObject(raw['env_vars'])) {
+    for (const [k, v] of Object.entries(raw['env_vars'])) envVars[k] = String(v);
+  }
+  const timeout = raw['timeout'];
+  return Object.freeze({
+    name: typeof raw['name'] === 'string' ? raw['name'] : String(raw['name'] ?? ''),
+    script: typeof raw['script'] === 'string' ? raw['script'] : String(raw['script'] ?? ''),
+    num_workers: rubyToI(raw['num_workers']),
+    exec_prefix: typeof raw['exec_prefix'] === 'string' ? raw['exec_prefix'] : null,
+    env_vars: envVars,
+    coalesce_params: coalesce,
+    blocking_params: paramList(raw['blocking_params']),
+    schedule,
+    timeout: typeof timeout === 'number' && timeout > 0 ? timeout : null,
+  });
+}
+
+/** Parse config.json text and normalise it; a clear RQ_CONFIG error names the file. */
+export function parseQueueConfig(text: string, path: string): QueueConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (cause) {
+    throw new RqError('RQ_CONFIG', `could not read queue config [ ${path} ]: ${(cause as Error).message}`, { cause });
+  }
+  if (!isPlainObject(raw)) throw new RqError('RQ_CONFIG', `could not read queue config [ ${path} ]: not a JSON object`);
+  const timeout = raw['timeout'];
+  if (timeout !== undefined && timeout !== null && !(typeof timeout === 'number' && timeout > 0)) {
+    throw new RqError('RQ_CONFIG', `${path}: expected "timeout" to be a positive number of seconds, got ${JSON.stringify(timeout)}`);
+  }
+  return normaliseQueueConfig(raw);
+}
+
+/** The compact form RQ writes when it creates a queue (key order is part of the contract). */
+export function serialiseQueueConfig(c: QueueConfig): string {
+  const out: Record<string, unknown> = {
+    name: c.name,
+    script: c.script,
+    num_workers: c.num_workers,
+    exec_prefix: c.exec_prefix ?? '',
+    env_vars: c.env_vars,
+    coalesce_params: c.coalesce_params,
+    blocking_params: c.blocking_params,
+    schedule: c.schedule,
+  };
+  if (c.timeout !== null) out['timeout'] = c.timeout;
+  return JSON.stringify(out);
+}

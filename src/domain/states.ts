@@ -1,0 +1,36 @@
+/**
+ * The message states, named exactly as the state directories of a queue
+ * (`queues/<q>/<state>/`), and the table of legal moves between them.
+ *
+ * Who moves messages where (spec/rq.md §2.13):
+ * - `prep`: created by create/prep/single_que/clone/dup; left by commit (→ que) or delete.
+ * - `que`: entered by commit, requeue (resend) and start-up recovery; left by a scheduler
+ *   start (→ run), coalescing into a finished message (→ done/relayed), or delete.
+ * - `run`: entered by a scheduler start; left when the worker exits (→ done, relayed,
+ *   err, que) or at start-up recovery (→ que).
+ * - `done`, `relayed`: final, hashed by id (§1.8); cleaned by the cleaner queue.
+ * - `err`: final until an operator clones or deletes it.
+ */
+export const STATES = ['prep', 'que', 'run', 'done', 'err', 'relayed'] as const;
+export type State = (typeof STATES)[number];
+
+/** States whose directories are hashed `YYYYMMDD/HH/MM/<id>` (spec/rq.md §1.8). */
+export const HASHED_STATES: ReadonlySet<State> = new Set(['done', 'relayed']);
+
+/** Every legal `from → to` move. The store refuses any other. */
+export const TRANSITIONS: Readonly<Record<State, readonly State[]>> = {
+  prep: ['que'],
+  que: ['run', 'done', 'relayed'],
+  run: ['done', 'relayed', 'err', 'que'],
+  done: [],
+  err: [],
+  relayed: [],
+};
+
+export function isState(value: unknown): value is State {
+  return typeof value === 'string' && (STATES as readonly string[]).includes(value);
+}
+
+export function isLegalMove(from: State, to: State): boolean {
+  return TRANSITIONS[from].includes(to);
+}

@@ -1,0 +1,119 @@
+/**
+ * The in-memory `que` of a queue process: waiting messages ordered by due time, then id,
+ * so the head is always the next to run. Insert and remove are a binary search plus a
+ * splice, which stays cheap at 100,000 entries; the common case (a new message due now)
+ * appends at the end. Lookup by id is a Map.
+ *
+ * It also keeps an index by coalescing key (spec/rq.md §2.9) so that starting a
+ * message finds its duplicates without scanning the whole list.
+ */
+import type { QueEntry } from '../store/que-index.js';
+
+function before(a: QueEntry, b: QueEntry): boolean {
+  return a.dueMs < b.dueMs || (a.dueMs === b.dueMs && a.id < b.id);
+}
+
+/** The tuple of the given params (1-based numbers) as a comparable key. */
+export function paramKey(e: QueEntry, params: readonly number[]): string {
+  return JSON.stringify(params.map((n) => e.params[n - 1] ?? null));
+}
+
+export class QueList {
+  private readonly items: QueEntry[] = [];
+  private readonly byId = new Map<string, QueEntry>();
+  private coalesceParams: readonly number[] = [];
+  private readonly byKey = new Map<string, Set<string>>();
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  has(id: string): boolean {
+    return this.byId.has(id);
+  }
+
+  get(id: string): QueEntry | undefined {
+    return this.byId.get(id);
+  }
+
+  /** Entries in order, from the head. */
+  *[Symbol.iterator](): IterableIterator<QueEntry> {
+    yield* this.items;
+  }
+
+  head(): QueEntry | undefined {
+    return this.items[0];
+  }
+
+  slice(limit: number): QueEntry[] {
+    return this.items.slice(0, limit);
+  }
+
+  /** Replace the whole list (start-up recovery). */
+  load(entries: QueEntry[]): void {
+    this.items.length = 0;
+    this.byId.clear();
+    for (const e of entries) this.byId.set(e.id, e);
+    this.items.push(...this.byId.values());
+    this.items.sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0));
+    this.reindex();
+  }
+
+  insert(e: QueEntry): void {
+    if (this.byId.has(e.id)) this.remove(e.id);
+    let lo = 0;
+    let hi = this.items.length;
+    if (hi > 0 && !before(e, this.items[hi - 1]!)) lo = hi;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (before(this.items[mid]!, e)) lo = mid + 1;
+      else hi = mid;
+    }
+    this.items.splice(lo, 0, e);
+    this.byId.set(e.id, e);
+    this.keySet(e)?.add(e.id);
+  }
+
+  remove(id: string): QueEntry | undefined {
+    const e = this.byId.get(id);
+    if (!e) return undefined;
+    let lo = 0;
+    let hi = this.items.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (before(this.items[mid]!, e)) lo = mid + 1;
+      else hi = mid;
+    }
+    if (this.items[lo] !== e) throw new Error(`que list out of order at ${id}`);
+    this.items.splice(lo, 1);
+    this.byId.delete(id);
+    this.keySet(e)?.delete(id);
+    return e;
+  }
+
+  /** Set the coalescing params; rebuilds the key index. */
+  setCoalesceParams(params: readonly number[]): void {
+    this.coalesceParams = params;
+    this.reindex();
+  }
+
+  /** Waiting messages that duplicate `e` by the coalescing params (none when off). */
+  duplicatesOf(e: QueEntry): QueEntry[] {
+    if (this.coalesceParams.length === 0) return [];
+    const ids = this.byKey.get(paramKey(e, this.coalesceParams)) ?? new Set<string>();
+    return [...ids].filter((id) => id !== e.id).map((id) => this.byId.get(id)!);
+  }
+
+  private keySet(e: QueEntry): Set<string> | undefined {
+    if (this.coalesceParams.length === 0) return undefined;
+    const key = paramKey(e, this.coalesceParams);
+    let set = this.byKey.get(key);
+    if (!set) this.byKey.set(key, (set = new Set()));
+    return set;
+  }
+
+  private reindex(): void {
+    this.byKey.clear();
+    for (const e of this.items) this.keySet(e)?.add(e.id);
+  }
+}

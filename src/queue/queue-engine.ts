@@ -1,0 +1,966 @@
+/**
+ * The queue engine: one queue's state machine, scheduler and workers, in the queue
+ * process that is the only writer of the queue's directories.
+ *
+ * In memory it holds `prep` (ids), `que` (a QueList ordered by due time, then id), the
+ * coalesced duplicates held aside by running messages, and `run` (each entry with its
+ * worker). `done`, `relayed` and `err` are counted incrementally, never recounted on a
+ * request. Every verb here is the single implementation of that transition; the RPC
+ * table (commands.ts) only parses and renders.
+ *
+ * Dispatch happens straight from the event that frees a slot or makes a message ready:
+ * a commit, a worker's exit, a due timer, or a flag change. A 5 s tick re-reads the
+ * admin flags and retries a script that was not runnable (SCRIPTERROR).
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { RqError, coerceError, errnoCode } from '../domain/errors.js';
+import { fullId, hostUrl, isSafeId, type HostInfo } from '../domain/ids.js';
+import { PARAM_KEYS, buildMessage, isPlainObject, type Message, type MessageInput } from '../domain/message.js';
+import { isValidQueueName } from '../domain/names.js';
+import { parseQueueConfig, type QueueConfig } from '../domain/queue-config.js';
+import type { State } from '../domain/states.js';
+import type { Logger } from '../lib/logger.js';
+import type { GroupCommitter } from '../store/group-commit.js';
+import type { QueueLayout, RootLayout } from '../store/layout.js';
+import type { MessageStore, JobStatus } from '../store/message-store.js';
+import { entryFromMessage, journalLine, readIndex, writeIndex, type QueEntry } from '../store/que-index.js';
+import { decideOutcome, type RunOutcome } from '../worker/outcome.js';
+import { isCompletion, parseLine, type Completion, type WorkerReport } from '../worker/pipe-protocol.js';
+import {
+  commandArgv,
+  isRunnable,
+  processStartTicks,
+  resolveScript,
+  spawnWorker,
+  type RunningWorker,
+} from '../worker/runner.js';
+import { QueList, paramKey } from './que-list.js';
+
+export const RQ_VERSION = '1.18.3';
+
+export type AdminStatus = 'UP' | 'PAUSE' | 'DOWN';
+export type OperStatus = 'UP' | 'SCRIPTERROR';
+
+/** Grace between TERM and KILL when a run hits the queue's `timeout`. */
+const KILL_GRACE_MS = 5_000;
+/** Admin flags are re-read at least this often (spec/rq.md §2.4: every 5 s). */
+const TICK_MS = 1_000;
+
+interface RunEntry {
+  id: string;
+  msg: Message;
+  worker?: RunningWorker;
+  /** A worker from before a restart, still alive; we wait for it to exit. */
+  orphan?: { pid: number; ticks: string };
+  first?: Completion;
+  /** The worker has exited and the move out of `run` is being committed. */
+  finishing: boolean;
+  jobStatus: JobStatus;
+  timers: NodeJS.Timeout[];
+  timedOutAfterSec?: number;
+}
+
+/** Calls a queue's command by name: this queue in-process, any other over its socket. */
+export type QueueCaller = (queue: string, command: string, arg: unknown) => Promise<unknown>;
+
+export interface EngineDeps {
+  root: RootLayout;
+  layout: QueueLayout;
+  host: HostInfo;
+  store: MessageStore;
+  committer: GroupCommitter;
+  log: Logger;
+  callQueue: QueueCaller;
+}
+
+export interface MessageView extends Message {
+  path: string;
+  state: State;
+  status: string;
+  _attachments?: Record<string, { md5: string; size: number; path: string }>;
+}
+
+const nowSec = (): number => Math.floor(Date.now() / 1000);
+
+async function md5File(file: string): Promise<string> {
+  const hash = crypto.createHash('md5');
+  for await (const chunk of fs.createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+function attachmentNames(dir: string): string[] {
+  try {
+    return fs
+      .readdirSync(path.join(dir, 'attach'))
+      .filter((n) => !n.startsWith('.') && !n.endsWith('.tmp'))
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+export class QueueEngine {
+  readonly name: string;
+  config: QueueConfig;
+  private readonly d: EngineDeps;
+  private readonly startedAt = Date.now();
+  private prep: string[] = [];
+  private readonly que = new QueList();
+  /** Coalesced duplicates, by the id of the running message that holds them. */
+  private readonly held = new Map<string, QueEntry[]>();
+  private readonly heldIds = new Set<string>();
+  private readonly run = new Map<string, RunEntry>();
+  private readonly errIds = new Set<string>();
+  private counts = { done: 0, relayed: 0 };
+  private admin: AdminStatus = 'UP';
+  private oper: OperStatus = 'UP';
+  private dueTimer: NodeJS.Timeout | undefined;
+  private dueTimerAt = Infinity;
+  private tick: NodeJS.Timeout | undefined;
+  private journalLines = 0;
+  /** Ids moved back from run/ at start-up: their index entries may be stale. */
+  private readonly recoveredFromRun = new Set<string>();
+  private stopped = false;
+
+  constructor(deps: EngineDeps, config: QueueConfig) {
+    this.d = deps;
+    this.name = deps.layout.name;
+    this.config = config;
+    this.que.setCoalesceParams(config.coalesce_params);
+  }
+
+  // ───────────────────────────── lifecycle ─────────────────────────────
+
+  /**
+   * Start-up recovery (spec/rq.md §2.12), then the first dispatch. `run/` messages go
+   * back to `que/` with `count` unchanged, except those whose worker from before the
+   * restart is still alive (checked by pid and process start time): they stay in
+   * `run` until that worker exits.
+   */
+  start(): void {
+    const { store, layout } = this.d;
+    store.sweepTemp();
+    this.prep = store.listFlat('prep').sort().reverse();
+    const reindex: QueEntry[] = [];
+    for (const id of store.listFlat('run')) {
+      const orphan = this.liveOrphan(id);
+      if (orphan) {
+        try {
+          this.run.set(id, { id, msg: store.readMsg('run', id), orphan, finishing: false, jobStatus: null, timers: [] });
+          this.d.log.info({ msg_id: id, worker_pid: orphan.pid }, 'worker from before the restart is still running');
+          continue;
+        } catch (e) {
+          this.d.log.warn({ msg_id: id, err: coerceError(e).message }, 'cannot read running message');
+        }
+      }
+      try {
+        fs.renameSync(layout.msgDir('run', id), layout.msgDir('que', id));
+      } catch (e) {
+        this.d.log.error({ msg_id: id, err: coerceError(e).message }, 'cannot move run message back to que');
+      }
+    }
+    const index = readIndex(layout.indexFile);
+    const entries: QueEntry[] = [];
+    for (const id of store.listFlat('que')) {
+      let entry = index.get(id);
+      if (!entry || this.wasRunning(id)) {
+        try {
+          const msg = store.readMsg('que', id);
+          if (msg.due === undefined || msg.due === null) {
+            msg.due = nowSec();
+            store.writeMsg('que', id, msg);
+          }
+          entry = entryFromMessage(msg);
+          reindex.push(entry);
+        } catch (e) {
+          this.d.log.error({ msg_id: id, err: coerceError(e).message }, 'unreadable message left in que');
+          continue;
+        }
+      }
+      entries.push(entry);
+    }
+    this.que.load(entries);
+    this.d.committer.setJournal(layout.indexFile);
+    if (reindex.length > 0) {
+      fs.appendFileSync(layout.indexFile, reindex.map(journalLine).join(''));
+      const fd = fs.openSync(layout.indexFile, 'r');
+      fs.fsyncSync(fd);
+      fs.closeSync(fd);
+    }
+    this.journalLines = index.size + reindex.length;
+    this.refreshFlags();
+    this.pump();
+    // Off the critical path: counts of the final states, and a compact index.
+    setImmediate(() => {
+      for (const id of store.listFlat('err')) this.errIds.add(id);
+      this.counts = { done: store.countHashed('done'), relayed: store.countHashed('relayed') };
+      this.maybeCompactIndex(true);
+    });
+    this.tick = setInterval(() => this.onTick(), TICK_MS);
+    this.tick.unref();
+  }
+
+  private wasRunning(id: string): boolean {
+    return this.recoveredFromRun.has(id);
+  }
+
+  /** A worker from before a restart that is still the same live process. */
+  private liveOrphan(id: string): { pid: number; ticks: string } | undefined {
+    const dir = this.d.layout.msgDir('run', id);
+    try {
+      const pid = Number(fs.readFileSync(path.join(dir, 'pid'), 'utf8'));
+      const ticks = fs.readFileSync(path.join(dir, 'pid.start'), 'utf8');
+      if (Number.isInteger(pid) && pid > 0 && processStartTicks(pid) === ticks) return { pid, ticks };
+    } catch {
+      // no pid file, or none with a start time: the worker is gone
+    }
+    this.recoveredFromRun.add(id);
+    return undefined;
+  }
+
+  /** Stop timers. Workers are left running (spec/rq.md §4.3: TERM exits at once). */
+  stop(): void {
+    this.stopped = true;
+    if (this.tick) clearInterval(this.tick);
+    if (this.dueTimer) clearTimeout(this.dueTimer);
+    for (const r of this.run.values()) for (const t of r.timers) clearTimeout(t);
+  }
+
+  /** SIGHUP: re-read config.json. A bad file keeps the old config and says why. */
+  reload(): void {
+    try {
+      const text = fs.readFileSync(this.d.layout.configFile, 'utf8');
+      this.config = parseQueueConfig(text, this.d.layout.configFile);
+      this.que.setCoalesceParams(this.config.coalesce_params);
+      this.d.log.info({ config: this.config }, 'config reloaded');
+    } catch (e) {
+      this.d.log.error({ err: coerceError(e).message }, 'config reload failed; keeping the old config');
+    }
+    this.pump();
+  }
+
+  private onTick(): void {
+    this.refreshFlags();
+    this.checkOrphans();
+    this.pump();
+    this.maybeCompactIndex(false);
+  }
+
+  // ───────────────────────────── status ─────────────────────────────
+
+  /** Re-read the admin flag files; dispatch if that un-paused the queue. */
+  refreshFlags(): void {
+    const { layout } = this.d;
+    const before = this.admin;
+    this.admin = fs.existsSync(layout.downFlag) ? 'DOWN' : fs.existsSync(layout.pauseFlag) ? 'PAUSE' : 'UP';
+    if (before !== this.admin) {
+      this.d.log.info({ admin: this.admin }, 'admin status changed');
+      if (this.admin === 'UP') setImmediate(() => this.pump());
+    }
+  }
+
+  status(): AdminStatus | OperStatus {
+    return this.oper !== 'UP' ? this.oper : this.admin;
+  }
+
+  isDown(): boolean {
+    return this.admin === 'DOWN';
+  }
+
+  uptimeSec(): number {
+    return Math.floor((Date.now() - this.startedAt) / 1000);
+  }
+
+  numMessages(): Record<State, number> {
+    return {
+      prep: this.prep.length,
+      que: this.que.size,
+      run: this.run.size,
+      done: this.counts.done,
+      relayed: this.counts.relayed,
+      err: this.errIds.size,
+    };
+  }
+
+  /** The `messages` listing of a state (spec/rq.md §5.2). */
+  messages(state: State, limit: number): unknown[] {
+    const { store } = this.d;
+    switch (state) {
+      case 'prep':
+        return this.prep.slice(0, limit).map((msg_id) => ({ msg_id }));
+      case 'que':
+        return this.que.slice(limit).map((e) => ({ msg_id: e.id, due: e.due, dest: e.dest }));
+      case 'run':
+        return [...this.run.values()]
+          .reverse()
+          .slice(0, limit)
+          .map((r) => ({ msg_id: r.id, status: r.jobStatus ?? 'run', dest: r.msg.dest }));
+      case 'done':
+        return store.listHashed('done', limit).map((msg_id) => ({ msg_id }));
+      case 'relayed':
+        return store.listHashed('relayed', limit).map((msg_id) => {
+          let dest: unknown = null;
+          try {
+            dest = store.readMsg('relayed', msg_id).dest;
+          } catch {
+            // shown without dest
+          }
+          const text = store.readStatus('relayed', msg_id)?.job_status ?? '';
+          return { msg_id, status: 'relayed', dest, new_msg: text.split(/\s+/).filter(Boolean).pop() ?? '' };
+        });
+      case 'err':
+        return [...this.errIds].sort().reverse().map((msg_id) => ({ msg_id }));
+    }
+  }
+
+  // ───────────────────────────── lookups ─────────────────────────────
+
+  fullId(shortId: string): string {
+    return fullId(this.d.host, this.name, shortId);
+  }
+
+  /** Where a message is (spec/rq.md §2.1 lookup order), or undefined. */
+  stateOf(id: string): State | undefined {
+    if (!isSafeId(id)) return undefined;
+    const { store } = this.d;
+    if (this.prep.includes(id)) return 'prep';
+    if (store.exists('que', id)) return 'que';
+    if (this.run.has(id)) return 'run';
+    if (store.exists('done', id)) return 'done';
+    if (store.exists('relayed', id)) return 'relayed';
+    if (store.exists('err', id)) return 'err';
+    return undefined;
+  }
+
+  /** Like `stateOf`, and the directory must exist (every command but state/status). */
+  private find(id: string): State {
+    const state = this.stateOf(id);
+    if (state === undefined || !this.d.store.exists(state, id)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    return state;
+  }
+
+  statusText(state: State, id: string): string {
+    const s = this.d.store.readStatus(state, id);
+    return s === undefined ? state : `${state} - ${s.job_status ?? ''}`;
+  }
+
+  async getMessage(id: string): Promise<MessageView> {
+    const state = this.find(id);
+    const { store, layout } = this.d;
+    let msg: Message;
+    try {
+      msg = store.readMsg(state, id);
+    } catch (e) {
+      throw new RqError('RQ_BAD_MESSAGE', "msg couldn't be read", { cause: e });
+    }
+    const view: MessageView = { ...msg, path: layout.displayPath(state, id), status: this.statusText(state, id), state };
+    const dir = layout.msgDir(state, id);
+    const names = attachmentNames(dir);
+    if (names.length > 0) {
+      const attachments: NonNullable<MessageView['_attachments']> = {};
+      for (const name of names) {
+        const file = path.join(dir, 'attach', name);
+        attachments[name] = {
+          md5: await md5File(file),
+          size: fs.statSync(file).size,
+          path: path.join(layout.publicPath(state, id), 'attach', name),
+        };
+      }
+      view._attachments = attachments;
+    }
+    return view;
+  }
+
+  getStatus(id: string): { path: string; status: string; state: State } {
+    const state = this.stateOf(id);
+    if (state === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    return { path: this.d.layout.displayPath(state, id), status: this.statusText(state, id), state };
+  }
+
+  // ───────────────────────────── creating ─────────────────────────────
+
+  /** create_message / prep_message (spec/rq.md §2.2). Returns the full id. */
+  async create(input: MessageInput, to: 'que' | 'prep'): Promise<string> {
+    if (!('dest' in input)) throw new RqError('RQ_BAD_MESSAGE', 'input missing required "dest" parameter');
+    const msg = await this.d.store.create((id) => buildMessage(input, id, this.fullId(id), nowSec()), to);
+    this.afterCreate(msg, to);
+    return this.fullId(msg.msg_id);
+  }
+
+  private afterCreate(msg: Message, to: 'que' | 'prep'): void {
+    if (to === 'prep') {
+      this.prep.push(msg.msg_id);
+      return;
+    }
+    this.que.insert(entryFromMessage(msg));
+    this.journalLines++;
+    this.d.log.debug({ msg_id: msg.msg_id }, 'message queued');
+    this.pump();
+  }
+
+  /** single_que: the first waiting message's id if any is waiting, else a new message. */
+  async singleQue(input: MessageInput): Promise<string> {
+    const head = this.que.head();
+    if (head) return this.fullId(head.id);
+    return this.create(input, 'que');
+  }
+
+  /** commit_message (prep → que). */
+  async commit(id: string): Promise<void> {
+    if (!isSafeId(id) || !this.prep.includes(id) || !this.d.store.exists('prep', id)) {
+      throw new RqError('RQ_NOT_IN_STATE', 'cannot find message');
+    }
+    let msg: Message;
+    try {
+      msg = this.d.store.readMsg('prep', id);
+      await this.d.store.move(id, 'prep', 'que', { msg });
+    } catch (e) {
+      this.d.log.error({ msg_id: id, err: coerceError(e).message }, 'commit failed');
+      throw new RqError('RQ_IO', 'unknown reason', { cause: e });
+    }
+    this.prep = this.prep.filter((p) => p !== id);
+    this.afterCreate(msg, 'que');
+  }
+
+  /** clone_message: a new message from a finished one, attachments linked (§2.11). */
+  async clone(id: string): Promise<string> {
+    const state = this.find(id);
+    if (state !== 'err' && state !== 'relayed' && state !== 'done') {
+      throw new RqError('RQ_NOT_IN_STATE', `cannot clone message in ${state} state`);
+    }
+    const { store, layout } = this.d;
+    const old = store.readMsg(state, id);
+    const input: MessageInput = { dest: old.dest, orig_msg_id: old.orig_msg_id, max_count: old.max_count, count: 0 };
+    for (const k of ['src', ...PARAM_KEYS, 'post_run_webhook', 'due', 'force_remote'] as const) {
+      if (k in old) input[k] = old[k];
+    }
+    const srcDir = layout.msgDir(state, id);
+    const msg = await store.create((newId) => {
+      const m = buildMessage(input, newId, this.fullId(newId), nowSec());
+      m.cloned_from = id;
+      return m;
+    }, 'prep');
+    const names = attachmentNames(srcDir);
+    if (names.length > 0) {
+      const attachDir = path.join(layout.msgDir('prep', msg.msg_id), 'attach');
+      fs.mkdirSync(attachDir, { recursive: true });
+      for (const name of names) linkOrCopy(path.join(srcDir, 'attach', name), path.join(attachDir, name));
+    }
+    this.prep.push(msg.msg_id);
+    await this.commit(msg.msg_id);
+    return this.fullId(msg.msg_id);
+  }
+
+  // ───────────────────────────── attachments ─────────────────────────────
+
+  /** attach_message (spec/rq.md §2.10). Returns the md5 of the attached file. */
+  async attach(id: string, pathname: unknown, name: unknown): Promise<string> {
+    if (!isSafeId(id) || !this.prep.includes(id)) throw new RqError('RQ_NOT_IN_STATE', 'cannot find message');
+    const dir = this.d.layout.msgDir('prep', id);
+    const fail = (text: string): RqError => new RqError('RQ_ATTACH', text);
+    if (!fs.existsSync(dir)) throw fail('No message on disk');
+    if (typeof pathname !== 'string' || !pathname.startsWith('/')) {
+      throw fail(`Invalid pathname, must be normalized ${String(pathname)} (ie. must start with /`);
+    }
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(pathname);
+    } catch {
+      throw fail(`No such file ${pathname} to attach to message`);
+    }
+    if (st.isDirectory()) throw fail(`Attachment currently cannot be a directory ${pathname}`);
+    try {
+      fs.accessSync(pathname, fs.constants.R_OK);
+    } catch {
+      throw fail(`Attachment currently cannot be read: ${pathname}`);
+    }
+    if (!st.isFile()) throw fail(`Attachment currently not of supported type: ${pathname}`);
+    const attachDir = path.join(dir, 'attach');
+    fs.mkdirSync(attachDir, { recursive: true });
+    const attName = typeof name === 'string' && name !== '' ? name : path.basename(pathname);
+    if (attName.startsWith('.')) throw fail(`Attachment name as a dot-file not allowed: ${attName}`);
+    if (/[$%&*<>?[\]|~/\\\0]/.test(attName) || attName === '..') {
+      throw fail(`Attachment name has invalid character. not allowed: ${attName}`);
+    }
+    const tmp = path.join(attachDir, `${attName}.tmp`);
+    fs.rmSync(tmp, { force: true });
+    linkOrCopy(pathname, tmp);
+    const md5 = await md5File(tmp);
+    fs.renameSync(tmp, path.join(attachDir, attName));
+    return md5;
+  }
+
+  /** delete_attach_message. RQ_ATTACH errors render as `[false, text]` (RQ's quirk). */
+  deleteAttachment(id: string, name: unknown): void {
+    const state = this.stateOf(id);
+    if (state === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    if (state !== 'prep') throw new RqError('RQ_NOT_IN_STATE', 'msg not in prep');
+    const dir = this.d.layout.msgDir('prep', id);
+    if (!fs.existsSync(dir)) throw new RqError('RQ_ATTACH', 'No message on disk');
+    if (!fs.existsSync(path.join(dir, 'attach'))) throw new RqError('RQ_ATTACH', 'No attach directory for msg');
+    const file = typeof name === 'string' && name !== '' && !/[/\0]/.test(name) && !name.startsWith('.') ? name : undefined;
+    if (file === undefined || !fs.existsSync(path.join(dir, 'attach', file))) {
+      throw new RqError('RQ_ATTACH', 'No attachment with that named for msg');
+    }
+    fs.rmSync(path.join(dir, 'attach', file));
+  }
+
+  // ───────────────────────────── operator verbs ─────────────────────────────
+
+  /**
+   * delete_message. prep, que and err are removed; done and relayed too (RQ looked in
+   * the wrong, flat place and silently removed nothing). A running message must be
+   * destroyed first: we say so instead of RQ's "ok" that deleted nothing.
+   */
+  deleteMessage(id: string): void {
+    const state = this.find(id);
+    const { store } = this.d;
+    switch (state) {
+      case 'run':
+        throw new RqError('RQ_NOT_IN_STATE', 'msg is running - destroy it first');
+      case 'prep':
+        this.prep = this.prep.filter((p) => p !== id);
+        break;
+      case 'que':
+        this.que.remove(id);
+        if (this.heldIds.delete(id)) {
+          for (const [parent, list] of this.held) this.held.set(parent, list.filter((e) => e.id !== id));
+        }
+        break;
+      case 'err':
+        this.errIds.delete(id);
+        break;
+      case 'done':
+      case 'relayed':
+        this.counts[state]--;
+        break;
+    }
+    store.remove(state, id);
+    this.d.log.info({ msg_id: id, state }, 'message deleted');
+  }
+
+  /** destroy_message: TERM the running worker's process group (RQ signalled only the pid). */
+  destroy(id: string): void {
+    let pid: number;
+    try {
+      pid = Number(fs.readFileSync(path.join(this.d.layout.msgDir('run', id), 'pid'), 'utf8'));
+    } catch {
+      throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    }
+    if (!isSafeId(id) || !Number.isInteger(pid) || pid <= 0) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    const entry = this.run.get(id);
+    if (entry?.worker) entry.worker.kill('SIGTERM');
+    else {
+      try {
+        process.kill(-pid, 'SIGTERM');
+      } catch {
+        try {
+          process.kill(pid, 'SIGTERM');
+        } catch {
+          // already gone
+        }
+      }
+    }
+    this.d.log.info({ msg_id: id, worker_pid: pid }, 'message destroyed');
+  }
+
+  /** run_message: move a waiting message to the front (spec/rq.md §2.11). */
+  async runNow(id: string): Promise<void> {
+    const state = this.stateOf(id);
+    if (state === 'run') throw new RqError('RQ_NOT_IN_STATE', 'msg already running');
+    if (state !== 'que') throw new RqError('RQ_NOT_IN_STATE', 'msg not in runnable state');
+    const entry = this.que.get(id);
+    if (!entry) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    const head = this.que.head()!;
+    const due = Math.min(nowSec(), Math.floor(head.dueMs / 1000) - 1);
+    const msg = this.d.store.readMsg('que', id);
+    msg.due = due;
+    this.d.store.writeMsg('que', id, msg);
+    await this.d.committer.commit({ journal: journalLine(entryFromMessage(msg)) });
+    this.journalLines++;
+    if (this.que.has(id)) this.que.insert(entryFromMessage(msg));
+    this.pump();
+  }
+
+  // ───────────────────────────── scheduling ─────────────────────────────
+
+  private liveWorkers(): number {
+    let n = 0;
+    for (const r of this.run.values()) if (!r.finishing && (r.worker || r.orphan)) n++;
+    return n;
+  }
+
+  /**
+   * The scheduler pass (spec/rq.md §2.4), filling every free slot: a waiting message
+   * starts when it is due, a slot is free, and no running message has its blocking key.
+   */
+  pump(): void {
+    if (this.stopped) return;
+    if (this.oper === 'SCRIPTERROR') this.retryStuckRuns();
+    if (this.status() !== 'UP') return;
+    while (this.liveWorkers() < this.config.num_workers) {
+      const candidate = this.candidate();
+      if (!candidate) return;
+      const waitMs = candidate.dueMs - Date.now();
+      if (waitMs > 0) {
+        this.armDueTimer(candidate.dueMs);
+        return;
+      }
+      this.startRun(candidate);
+      if (this.status() !== 'UP') return;
+    }
+  }
+
+  private candidate(): QueEntry | undefined {
+    const blocking = this.config.blocking_params;
+    if (blocking.length === 0) return this.que.head();
+    const busy = new Set<string>();
+    for (const r of this.run.values()) if (!r.finishing) busy.add(paramKey(entryFromMessage(r.msg), blocking));
+    for (const e of this.que) if (!busy.has(paramKey(e, blocking))) return e;
+    return undefined;
+  }
+
+  private armDueTimer(atMs: number): void {
+    if (this.dueTimer && this.dueTimerAt <= atMs) return;
+    if (this.dueTimer) clearTimeout(this.dueTimer);
+    this.dueTimerAt = atMs;
+    this.dueTimer = setTimeout(
+      () => {
+        this.dueTimer = undefined;
+        this.dueTimerAt = Infinity;
+        this.pump();
+      },
+      Math.min(Math.max(atMs - Date.now(), 0), 2 ** 31 - 1),
+    );
+  }
+
+  /** que → run, coalesce, spawn (spec/rq.md §2.5). */
+  private startRun(entry: QueEntry): void {
+    const { store, log } = this.d;
+    this.que.remove(entry.id);
+    try {
+      store.claim(entry.id);
+    } catch (e) {
+      log.error({ msg_id: entry.id, err: coerceError(e).message }, 'cannot move message to run; it stays in que on disk');
+      return;
+    }
+    let msg: Message;
+    try {
+      msg = store.readMsg('run', entry.id);
+    } catch (e) {
+      log.error({ msg_id: entry.id, err: coerceError(e).message }, 'unreadable message moved to err');
+      this.run.set(entry.id, { id: entry.id, msg: { msg_id: entry.id, dest: entry.dest, count: 0, max_count: 0 }, finishing: true, jobStatus: null, timers: [] });
+      void this.finishRun(this.run.get(entry.id)!, { state: 'err', status: 'UNREADABLE MESSAGE - MOVING TO ERR' });
+      return;
+    }
+    const dups = this.que.duplicatesOf(entry);
+    if (dups.length > 0) {
+      for (const dup of dups) {
+        this.que.remove(dup.id);
+        this.heldIds.add(dup.id);
+      }
+      this.held.set(entry.id, dups);
+    }
+    const run: RunEntry = { id: entry.id, msg, finishing: false, jobStatus: null, timers: [] };
+    this.run.set(entry.id, run);
+    this.spawnFor(run);
+  }
+
+  /** Spawn the script for a run entry; on a missing script the queue shows SCRIPTERROR. */
+  private spawnFor(run: RunEntry): boolean {
+    const { root, layout, log } = this.d;
+    const realScript = resolveScript(root.root, this.config.script);
+    if (!isRunnable(realScript)) {
+      if (this.oper !== 'SCRIPTERROR') log.error({ script: this.config.script, real: realScript }, 'script is not executable: SCRIPTERROR');
+      this.oper = 'SCRIPTERROR';
+      return false;
+    }
+    const dir = layout.msgDir('run', run.id);
+    const jobDir = path.join(dir, 'job');
+    fs.mkdirSync(jobDir, { recursive: true });
+    let worker: RunningWorker;
+    try {
+      worker = spawnWorker({
+        argv: commandArgv(this.config.exec_prefix, realScript),
+        cwd: jobDir,
+        env: this.workerEnv(run.msg, realScript),
+        logFile: path.join(jobDir, 'stdio.log'),
+        realScript,
+        onLine: (line) => this.onLine(run, line),
+        onExit: (code, signal) => this.onExit(run, code, signal),
+      });
+    } catch (e) {
+      log.error({ msg_id: run.id, err: coerceError(e).message }, 'spawn failed');
+      run.finishing = true;
+      void this.finishRun(run, { state: 'err', status: `SPAWN FAILED - MOVING TO ERR - ${coerceError(e).message}` });
+      return true;
+    }
+    run.worker = worker;
+    this.oper = 'UP';
+    fs.writeFileSync(path.join(dir, 'pid.tmp'), String(worker.pid));
+    fs.renameSync(path.join(dir, 'pid.tmp'), path.join(dir, 'pid'));
+    fs.writeFileSync(path.join(dir, 'pid.start'), processStartTicks(worker.pid) ?? '');
+    if (this.config.timeout !== null) {
+      const timeoutSec = this.config.timeout;
+      run.timers.push(
+        setTimeout(() => {
+          run.timedOutAfterSec = timeoutSec;
+          log.warn({ msg_id: run.id, worker_pid: worker.pid, timeout: timeoutSec }, 'run timed out: TERM to its process group');
+          worker.kill('SIGTERM');
+          run.timers.push(setTimeout(() => worker.kill('SIGKILL'), KILL_GRACE_MS));
+        }, timeoutSec * 1000),
+      );
+    }
+    log.debug({ msg_id: run.id, worker_pid: worker.pid }, 'worker started');
+    return true;
+  }
+
+  /** While SCRIPTERROR: spawn the runs that have no worker once the script is runnable. */
+  private retryStuckRuns(): void {
+    for (const r of this.run.values()) {
+      if (!r.worker && !r.orphan && !r.finishing && !this.spawnFor(r)) return;
+    }
+    if (this.oper === 'SCRIPTERROR' && isRunnable(resolveScript(this.d.root.root, this.config.script))) this.oper = 'UP';
+  }
+
+  /** The worker's environment (spec/rq.md §3.2). */
+  private workerEnv(msg: Message, realScript: string): NodeJS.ProcessEnv {
+    const { host, layout } = this.d;
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env['RUBYOPT'];
+    delete env['UV_THREADPOOL_SIZE'];
+    for (const [k, v] of Object.entries(this.config.env_vars)) if (!k.startsWith('RQ_')) env[k] = v;
+    const dest = typeof msg.dest === 'string' ? msg.dest : JSON.stringify(msg.dest);
+    const base = `http://${host.host}:${host.port}`;
+    const destUrl = dest.startsWith('http:') ? dest : dest.startsWith('/q/') ? `${base}${dest}` : `${base}/q/${dest}`;
+    const destQueue = dest.startsWith('http:') || dest.startsWith('/q/') ? (/\/q\/([^/]+)/.exec(dest)?.[1] ?? '') : dest;
+    const text = (v: unknown): string => (v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v));
+    Object.assign(env, {
+      RQ_VER: RQ_VERSION,
+      RQ_SCRIPT: this.config.script,
+      RQ_REALSCRIPT: realScript,
+      RQ_HOST: hostUrl(host),
+      RQ_DEST: destUrl,
+      RQ_DEST_QUEUE: destQueue,
+      RQ_MSG_ID: msg.msg_id,
+      RQ_FULL_MSG_ID: this.fullId(msg.msg_id),
+      RQ_ORIG_MSG_ID: text(msg.orig_msg_id),
+      RQ_MSG_DIR: path.join(layout.publicPath('run', msg.msg_id), 'job'),
+      RQ_WRITE: '3',
+      RQ_READ: '4',
+      RQ_PIPE: '3',
+      RQ_COUNT: String(msg.count ?? 0),
+      RQ_PARAM1: text(msg.param1),
+      RQ_PARAM2: text(msg.param2),
+      RQ_PARAM3: text(msg.param3),
+      RQ_PARAM4: text(msg.param4),
+    });
+    if (msg.force_remote !== undefined && msg.force_remote !== null && msg.force_remote !== false) env['RQ_FORCE_REMOTE'] = '1';
+    else delete env['RQ_FORCE_REMOTE'];
+    return env;
+  }
+
+  // ───────────────────────────── worker reports ─────────────────────────────
+
+  private onLine(run: RunEntry, line: string): void {
+    const report: WorkerReport = parseLine(line);
+    run.jobStatus = report.text;
+    const { store, log } = this.d;
+    try {
+      store.writeStatus('run', run.id, report.text);
+    } catch (e) {
+      log.warn({ msg_id: run.id, err: coerceError(e).message }, 'cannot write status');
+    }
+    if (report.kind === 'resend') {
+      run.msg.due = nowSec() + report.delaySec;
+      run.msg.count = (run.msg.count ?? 0) + 1;
+      try {
+        store.writeMsg('run', run.id, run.msg);
+      } catch (e) {
+        log.warn({ msg_id: run.id, err: coerceError(e).message }, 'cannot save resend');
+      }
+    }
+    if (isCompletion(report)) run.first ??= report;
+    if (report.kind === 'dup') {
+      void this.dup(run, report).then((reply) => run.worker?.reply(reply));
+    }
+  }
+
+  private onExit(run: RunEntry, code: number | null, signal: NodeJS.Signals | null): void {
+    for (const t of run.timers) clearTimeout(t);
+    run.timers = [];
+    run.finishing = true;
+    const exit = {
+      pid: run.worker?.pid ?? 0,
+      code,
+      signal,
+      ...(run.timedOutAfterSec !== undefined ? { timedOutAfterSec: run.timedOutAfterSec } : {}),
+    };
+    const outcome = decideOutcome(exit, run.first, run.msg.count ?? 0, run.msg.max_count ?? 15);
+    this.d.log.info({ msg_id: run.id, worker_pid: exit.pid, code, signal, state: outcome.state }, 'run ended');
+    void this.finishRun(run, outcome);
+    this.pump();
+  }
+
+  /** Move a finished run to its next state, with its held-aside duplicates (§2.6, §2.9). */
+  private async finishRun(run: RunEntry, outcome: RunOutcome): Promise<void> {
+    const { store, layout, log } = this.d;
+    const dir = layout.msgDir('run', run.id);
+    fs.rmSync(path.join(dir, 'pid'), { force: true });
+    fs.rmSync(path.join(dir, 'pid.start'), { force: true });
+    const dups = this.held.get(run.id) ?? [];
+    this.held.delete(run.id);
+    for (const d of dups) this.heldIds.delete(d.id);
+    const msg = run.msg;
+    const to = outcome.state;
+    try {
+      if (to === 'done' || to === 'relayed') {
+        const parent = this.fullId(run.id);
+        const moved: string[] = [];
+        for (const d of dups) {
+          try {
+            const dmsg = store.readMsg('que', d.id);
+            dmsg.dup = parent;
+            await store.move(d.id, 'que', to, { msg: dmsg, status: `duplicate ${parent}` });
+            this.counts[to]++;
+            moved.push(this.fullId(d.id));
+          } catch (e) {
+            log.warn({ msg_id: d.id, err: coerceError(e).message }, 'duplicate vanished before its parent finished');
+          }
+        }
+        if (moved.length > 0) msg.dups = moved;
+        await store.move(run.id, 'run', to, moved.length > 0 ? { msg } : {});
+        this.counts[to]++;
+      } else {
+        for (const d of dups) this.que.insert(d);
+        delete msg.dups;
+        if (to === 'que') {
+          msg.due = nowSec() + (outcome.state === 'que' ? outcome.delaySec : 0);
+          await store.move(run.id, 'run', 'que', { msg });
+          this.que.insert(entryFromMessage(msg));
+          this.journalLines++;
+        } else {
+          await store.move(run.id, 'run', 'err', outcome.status !== undefined ? { status: outcome.status } : {});
+          this.errIds.add(run.id);
+        }
+      }
+    } catch (e) {
+      log.error({ msg_id: run.id, err: coerceError(e).message, to }, 'cannot finish run; it stays in run/ until restart');
+    } finally {
+      this.run.delete(run.id);
+      this.pump();
+    }
+  }
+
+  // ───────────────────────────── dup ─────────────────────────────
+
+  /**
+   * A worker's `dup <delay>-<flag>-<destination>` (spec/rq.md §3.4): a copy of the running
+   * message, with its attachments, in another queue (or `relay` for a URL). Answered
+   * with `ok <full id>` or `fail <reason>`. Dup to this same queue is served in-process.
+   */
+  private async dup(run: RunEntry, r: Extract<WorkerReport, { kind: 'dup' }>): Promise<string> {
+    const target = r.destination.startsWith('http') ? 'relay' : r.destination;
+    if (!isValidQueueName(target) || !fs.existsSync(path.join(this.d.root.queuesDir, target))) {
+      return `fail couldn't connect to queue - ${target}`;
+    }
+    const m = run.msg;
+    const input: MessageInput = { dest: r.destination, orig_msg_id: m.orig_msg_id, count: 0, max_count: m.max_count ?? 15 };
+    for (const k of ['src', ...PARAM_KEYS, 'post_run_webhook'] as const) if (k in m) input[k] = m[k];
+    input['due'] = nowSec() + r.delaySec;
+    const call = this.d.callQueue;
+    const reason = (reply: unknown): string => (Array.isArray(reply) ? String(reply[1]) : String(reply));
+    const isOk = (reply: unknown): reply is [string, string] => Array.isArray(reply) && reply[0] === 'ok';
+    try {
+      const attachDir = path.join(this.d.layout.msgDir('run', run.id), 'attach');
+      const names = attachmentNames(path.dirname(attachDir));
+      if (names.length === 0) {
+        const reply = await call(target, 'create_message', input);
+        return isOk(reply) ? `ok ${reply[1]}` : `fail dup failed - ${reason(reply)}`;
+      }
+      const prep = await call(target, 'prep_message', input);
+      if (!isOk(prep)) return `fail dup failed - prep fail ${reason(prep)}`;
+      for (const name of names) {
+        const att = await call(target, 'attach_message', { msg_id: prep[1], pathname: path.join(attachDir, name), name });
+        if (!isOk(att)) return `fail dup failed - attach fail ${reason(att)}`;
+      }
+      const commit = await call(target, 'commit_message', { msg_id: prep[1] });
+      if (!isOk(commit)) return `fail dup failed - commit fail ${reason(commit)}`;
+      return `ok ${prep[1]}`;
+    } catch (e) {
+      return `fail dup failed - ${coerceError(e).message}`;
+    }
+  }
+
+  // ───────────────────────────── index upkeep ─────────────────────────────
+
+  /** Rewrite the que index when it has grown well past the live que (or at start-up). */
+  private maybeCompactIndex(force: boolean): void {
+    if (!force && this.journalLines < Math.max(50_000, this.que.size * 4)) return;
+    try {
+      const entries = [...this.que];
+      for (const list of this.held.values()) entries.push(...list);
+      writeIndex(this.d.layout.indexFile, entries);
+      this.d.committer.setJournal(this.d.layout.indexFile);
+      this.journalLines = entries.length;
+    } catch (e) {
+      this.d.log.warn({ err: coerceError(e).message }, 'cannot compact the que index');
+    }
+  }
+
+  /** A hint (file watch) that `que/<id>` appeared or vanished outside this process. */
+  noticeQueEntry(id: string, attempt = 0): void {
+    if (!isSafeId(id) || id.startsWith('_') || this.que.has(id) || this.heldIds.has(id) || this.run.has(id)) return;
+    const { store } = this.d;
+    if (!store.exists('que', id)) return;
+    let msg: Message;
+    try {
+      msg = store.readMsg('que', id);
+    } catch {
+      // still being written by hand: look again shortly
+      if (attempt < 20) setTimeout(() => this.noticeQueEntry(id, attempt + 1), 250).unref();
+      return;
+    }
+    if (!isPlainObject(msg) || this.que.has(id)) return;
+    if (msg.due === undefined || msg.due === null) {
+      msg.due = nowSec();
+      store.writeMsg('que', id, msg);
+    }
+    const entry = entryFromMessage(msg);
+    void this.d.committer.commit({ journal: journalLine(entry) }).then(() => {
+      this.journalLines++;
+      if (!this.que.has(id) && store.exists('que', id)) {
+        this.que.insert(entry);
+        this.d.log.info({ msg_id: id }, 'picked up a message added to que/ by hand');
+        this.pump();
+      }
+    });
+  }
+
+  /** A hint that `que/<id>` vanished: drop it if it really is gone. */
+  noticeQueRemoval(id: string): void {
+    if (this.que.has(id) && !this.d.store.exists('que', id)) this.que.remove(id);
+  }
+
+  /** Poll orphans (workers from before a restart): once gone, back to que. */
+  checkOrphans(): void {
+    for (const r of this.run.values()) {
+      if (!r.orphan || r.finishing || processStartTicks(r.orphan.pid) === r.orphan.ticks) continue;
+      r.finishing = true;
+      this.d.log.info({ msg_id: r.id, worker_pid: r.orphan.pid }, 'worker from before the restart has exited; requeued');
+      void this.finishRun(r, { state: 'que', delaySec: 0 });
+    }
+  }
+}
+
+/** Hard-link a file, or copy it when the link crosses filesystems (EXDEV). */
+export function linkOrCopy(from: string, to: string): void {
+  try {
+    fs.linkSync(from, to);
+  } catch (e) {
+    if (errnoCode(e) !== 'EXDEV' && errnoCode(e) !== 'EPERM') throw e;
+    fs.copyFileSync(from, to);
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The durable index of `que/`: a journal of JSON lines, one per message entering `que`
+ * (commit, requeue, due change), appended and fsynced by the same group commit as the
+ * rename it describes, so it is never older than the directory it indexes.
+ *
+ * It is only a cache. At start-up the listing of `que/` is the truth: an indexed id that
+ * is not listed is gone; a listed id that is not indexed (an operator dropped it in by
+ * hand, or a run/ message was moved back) is read from its `msg`. The journal is
+ * rewritten compactly (tmp, fsync, rename) at start-up and when it grows too long.
+ * Reading 100,000 entries from one file takes a fraction of the 16 s a cold parse of
+ * 100,000 `msg` files takes.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { PARAM_KEYS, dueMs, type Message } from '../domain/message.js';
+
+/** What the scheduler needs of a waiting message, without reading its `msg`. */
+export interface QueEntry {
+  id: string;
+  /** `due` exactly as stored (RQ keeps strings as strings). */
+  due: unknown;
+  dueMs: number;
+  dest: unknown;
+  /** param1..param4, `null` when absent. */
+  params: unknown[];
+}
+
+export function entryFromMessage(msg: Message): QueEntry {
+  return {
+    id: msg.msg_id,
+    due: msg.due,
+    dueMs: dueMs(msg),
+    dest: msg.dest,
+    params: PARAM_KEYS.map((k) => msg[k] ?? null),
+  };
+}
+
+export function journalLine(e: QueEntry): string {
+  return `${JSON.stringify([e.id, e.due, e.dest, e.params])}\n`;
+}
+
+/** Read the journal; later lines win. A torn last line (crash mid-append) is skipped. */
+export function readIndex(file: string): Map<string, QueEntry> {
+  const out = new Map<string, QueEntry>();
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return out;
+  }
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    try {
+      const [id, due, dest, params] = JSON.parse(line) as [string, unknown, unknown, unknown[]];
+      if (typeof id === 'string' && Array.isArray(params)) {
+        out.set(id, { id, due, dueMs: dueMs({ due }), dest, params });
+      }
+    } catch {
+      // a torn line from a crash mid-append: the listing check repairs it
+    }
+  }
+  return out;
+}
+
+/** Replace the journal with exactly these entries, durably. */
+export function writeIndex(file: string, entries: Iterable<QueEntry>): void {
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.tmp`);
+  const fd = fs.openSync(tmp, 'w');
+  try {
+    let chunk = '';
+    for (const e of entries) {
+      chunk += journalLine(e);
+      if (chunk.length > 1 << 20) {
+        fs.writeSync(fd, chunk);
+        chunk = '';
+      }
+    }
+    fs.writeSync(fd, chunk);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, file);
+  const dfd = fs.openSync(path.dirname(file), 'r');
+  try {
+    fs.fsyncSync(dfd);
+  } finally {
+    fs.closeSync(dfd);
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * The worker → rq line protocol on fd 3 (spec/rq.md §3.4, docs in README "Writing a
+ * queue script"). A closed vocabulary: each line parses into one `WorkerReport`.
+ *
+ * RQ's rule for anything else is written here once: an unrecognised line (including
+ * `fail`, which is not `fails`) is progress. Every line, recognised or not, becomes the
+ * message's status text. Lines are split the way Ruby's awk-style `split(' ', 2)` does:
+ * leading blanks skipped, the command is the first word, and the text is what follows
+ * the blanks after it (`"done"` → null, `"done "` → `""`).
+ */
+import { rubyToI } from '../domain/ruby.js';
+
+export const PIPE_WORDS = {
+  RUN: 'run',
+  DONE: 'done',
+  ERR: 'err',
+  FAILS: 'fails',
+  RELAYED: 'relayed',
+  RESEND: 'resend',
+  DUP: 'dup',
+} as const;
+
+export type WorkerReport =
+  | { kind: 'progress'; text: string | null }
+  | { kind: 'done'; text: string | null }
+  | { kind: 'err'; text: string | null }
+  | { kind: 'relayed'; text: string | null }
+  | { kind: 'resend'; text: string | null; delaySec: number }
+  | { kind: 'dup'; text: string | null; delaySec: number; flag: string; destination: string };
+
+/** Completion reports decide how a run ends; the others do not. */
+export type Completion = Extract<WorkerReport, { kind: 'done' | 'err' | 'relayed' | 'resend' }>;
+
+export function isCompletion(r: WorkerReport): r is Completion {
+  return r.kind === 'done' || r.kind === 'err' || r.kind === 'relayed' || r.kind === 'resend';
+}
+
+/** Split a line into command and text like Ruby's `line.split(' ', 2)`. */
+export function splitLine(line: string): { cmd: string; text: string | null } {
+  const m = /^\s*(\S*)(?:\s+([\s\S]*))?$/.exec(line);
+  const cmd = m?.[1] ?? '';
+  if (m?.[2] !== undefined) return { cmd, text: m[2] };
+  // "done " has trailing blanks after the command: the text is empty, not absent.
+  return { cmd, text: /^\s*\S+\s+$/.test(line) ? '' : null };
+}
+
+export function parseLine(line: string): WorkerReport {
+  const { cmd, text } = splitLine(line);
+  switch (cmd) {
+    case PIPE_WORDS.DONE:
+      return { kind: 'done', text };
+    case PIPE_WORDS.ERR:
+    case PIPE_WORDS.FAILS:
+      return { kind: 'err', text };
+    case PIPE_WORDS.RELAYED:
+      return { kind: 'relayed', text };
+    case PIPE_WORDS.RESEND:
+      return { kind: 'resend', text, delaySec: rubyToI((text ?? '').split('-')[0]) };
+    case PIPE_WORDS.DUP: {
+      const [delay = '', flag = '', ...rest] = (text ?? '').split('-');
+      return { kind: 'dup', text, delaySec: rubyToI(delay), flag, destination: rest.join('-') };
+    }
+    default:
+      return { kind: 'progress', text };
+  }
+}
+
+/**
+ * Splits a byte stream into lines, carrying a partial line over to the next chunk
+ * (the original dropped it). A final line without LF is delivered by `end()`.
+ */
+export function createLineSplitter(onLine: (line: string) => void): { push(chunk: Buffer): void; end(): void } {
+  let partial = '';
+  return {
+    push(chunk) {
+      const lines = (partial + chunk.toString('utf8')).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) onLine(line);
+    },
+    end() {
+      if (partial) onLine(partial);
+      partial = '';
+    },
+  };
+}

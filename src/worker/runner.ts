@@ -1,0 +1,173 @@
+/**
+ * Spawning a queue script for one message (spec/rq.md §3.1, §3.2) and watching it.
+ *
+ * The command is `exec_prefix` (default `bash -lc`, `""` for none) plus the script's real
+ * path, run the way Ruby's `exec(string)` runs a string: through `/bin/sh -c` when it has
+ * shell metacharacters, else split on blanks. The child gets cwd `job/`, stdin from
+ * /dev/null, stdout and stderr appended to `job/stdio.log` after RQ's start marker, fd 3
+ * (worker → rq) and fd 4 (rq → worker) as blocking socket ends, nice 19, and its own
+ * process group (`detached`), so a timeout can signal the whole tree.
+ *
+ * A worker that writes garbage, never exits or dies by a signal only ever reaches the
+ * queue process as lines and an exit event; writes to fd 4 after it has gone (EPIPE)
+ * are ignored.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { createLineSplitter } from './pipe-protocol.js';
+
+const SHELL_META = /[*?{}[\]<>()~&|\\$;'"`\n#]/;
+
+/** Argv for `"<prefix> <realScript>"` as Ruby's `exec(string)` would run it. */
+export function commandArgv(execPrefix: string | null, realScript: string): string[] {
+  const command = `${execPrefix ?? 'bash -lc'} ${realScript}`.trim();
+  if (SHELL_META.test(command) || /^[A-Za-z_][A-Za-z0-9_]*=/.test(command)) return ['/bin/sh', '-c', command];
+  return command.split(/[ \t]+/);
+}
+
+/** The script's real path (relative to the root, symlinks followed), or the string as given. */
+export function resolveScript(root: string, script: string): string {
+  try {
+    return fs.realpathSync(path.resolve(root, script));
+  } catch {
+    return script;
+  }
+}
+
+export function isRunnable(realScript: string): boolean {
+  try {
+    fs.accessSync(realScript, fs.constants.X_OK);
+    return fs.statSync(realScript).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** `2026-11-21 05:27:44 +0000`, local time, as in RQ's start marker. */
+export function localTimestamp(at: Date): string {
+  const p = (n: number): string => String(n).padStart(2, '0');
+  const off = -at.getTimezoneOffset();
+  const sign = off >= 0 ? '+' : '-';
+  return (
+    `${at.getFullYear()}-${p(at.getMonth() + 1)}-${p(at.getDate())} ` +
+    `${p(at.getHours())}:${p(at.getMinutes())}:${p(at.getSeconds())} ` +
+    `${sign}${p(Math.floor(Math.abs(off) / 60))}${p(Math.abs(off) % 60)}`
+  );
+}
+
+/**
+ * The start time of a process in clock ticks since boot (`/proc/<pid>/stat` field 22),
+ * which tells a live worker from a later process that reused its pid.
+ */
+export function processStartTicks(pid: number): string | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+export interface SpawnSpec {
+  argv: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  logFile: string;
+  realScript: string;
+  onLine(line: string): void;
+  /** Called once, after the process has exited and its status pipe has drained. */
+  onExit(code: number | null, signal: NodeJS.Signals | null): void;
+}
+
+export interface RunningWorker {
+  pid: number;
+  /** Answer a request (`dup`) on fd 4. Ignored once the worker has gone. */
+  reply(line: string): void;
+  /** Signal the worker's whole process group. */
+  kill(signal: NodeJS.Signals): void;
+}
+
+/** How long after exit to wait for a status pipe a grandchild still holds open. */
+const DRAIN_GRACE_MS = 100;
+
+/** Spawn the worker; throws when the OS refuses (e.g. ENOEXEC, ENOENT). */
+export function spawnWorker(spec: SpawnSpec): RunningWorker {
+  const logFd = fs.openSync(spec.logFile, 'a');
+  let child: ChildProcess;
+  try {
+    child = spawn(spec.argv[0]!, spec.argv.slice(1), {
+      cwd: spec.cwd,
+      env: spec.env,
+      stdio: ['ignore', logFd, logFd, 'pipe', 'pipe'],
+      detached: true,
+    });
+    if (child.pid === undefined) {
+      // The spawn failed in libuv; Node also reports it later as an 'error' event.
+      child.on('error', () => {});
+      throw new Error(`cannot spawn ${spec.argv.join(' ')}`);
+    }
+    fs.writeSync(logFd, `\n${child.pid} - ${localTimestamp(new Date())} - RQ START - ${spec.realScript}\n`);
+  } finally {
+    fs.closeSync(logFd);
+  }
+  const pid = child.pid;
+  try {
+    os.setPriority(pid, 19);
+  } catch {
+    // the worker may already have exited
+  }
+  const statusPipe = child.stdio[3] as Readable;
+  const replyPipe = child.stdio[4] as Writable;
+  const lines = createLineSplitter(spec.onLine);
+  let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  let drained = false;
+  let finished = false;
+  const finish = (): void => {
+    if (finished || !exited) return;
+    finished = true;
+    lines.end();
+    statusPipe.destroy();
+    replyPipe.destroy();
+    spec.onExit(exited.code, exited.signal);
+  };
+  statusPipe.on('data', (chunk: Buffer) => lines.push(chunk));
+  statusPipe.on('end', () => {
+    drained = true;
+    finish();
+  });
+  statusPipe.on('error', () => {
+    drained = true;
+    finish();
+  });
+  replyPipe.on('error', () => {
+    // EPIPE: the worker is gone or closed fd 4; its answer no longer matters
+  });
+  child.on('error', () => {
+    // reported through 'exit'
+  });
+  child.on('exit', (code, signal) => {
+    exited = { code, signal };
+    if (drained) finish();
+    else setTimeout(finish, DRAIN_GRACE_MS).unref();
+  });
+  return {
+    pid,
+    reply(line) {
+      if (!replyPipe.destroyed && replyPipe.writable) replyPipe.write(`${line}\n`);
+    },
+    kill(signal) {
+      try {
+        process.kill(-pid, signal);
+      } catch {
+        try {
+          process.kill(pid, signal);
+        } catch {
+          // already gone
+        }
+      }
+    },
+  };
+}
