@@ -5,6 +5,7 @@
  * deletions, which RQ answers with `[false, text]`.
  */
 import { RqError, coerceError } from '../domain/errors.js';
+import { parseFullId } from '../domain/ids.js';
 import { isPlainObject } from '../domain/message.js';
 import { isState } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
@@ -15,9 +16,10 @@ type Handler = (engine: QueueEngine, arg: Record<string, unknown>) => unknown;
 /** Commands that answer even while the queue is admin DOWN. */
 const NO_DOWN_CHECK = new Set(['ping', 'uptime', 'config', 'status', 'shutdown', 'num_messages', 'messages']);
 
+/** The short id of `msg_id`; a full id (message URL) is split with RQ's pattern. */
 function msgId(arg: Record<string, unknown>): string {
   if (!('msg_id' in arg)) throw new RqError('RQ_BAD_REQUEST', "lacking 'msg_id' field");
-  return String(arg['msg_id']);
+  return parseFullId(String(arg['msg_id'])).shortId;
 }
 
 const COMMANDS: Record<string, Handler> = {

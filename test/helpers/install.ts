@@ -1,0 +1,156 @@
+/**
+ * Test support: a temporary install root with real queue processes and RQ's socket
+ * framing. Each test gets its own root under os.tmpdir(); it is removed when the test
+ * passes and kept (its path printed) when it fails, so the evidence stays.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { onTestFailed } from 'vitest';
+import { rpcCall } from '../../src/client/rpc.js';
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const QUEUE_MAIN = path.join(REPO, 'dist/src/queue/queue-main.js');
+export const FIXTURES = path.join(REPO, 'test/fixtures/scripts');
+
+export interface QueueSpec {
+  name: string;
+  /** A fixture name (test/fixtures/scripts/<script>) or a path relative to the root. */
+  script?: string;
+  num_workers?: number;
+  exec_prefix?: string | null;
+  [key: string]: unknown;
+}
+
+export class TestRoot {
+  readonly root: string;
+  private readonly procs = new Map<string, ChildProcess>();
+  logs = new Map<string, string>();
+
+  constructor() {
+    this.root = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-test-'));
+    fs.mkdirSync(path.join(this.root, 'config'));
+    fs.mkdirSync(path.join(this.root, 'queues'));
+    fs.symlinkSync('queues', path.join(this.root, 'queue'));
+    fs.writeFileSync(
+      path.join(this.root, 'config/config.json'),
+      JSON.stringify({ env: 'test', host: '127.0.0.1', port: '3333', addr: '127.0.0.1', tmpdir: os.tmpdir(), allow_new_queue: true }),
+    );
+    fs.symlinkSync(FIXTURES, path.join(this.root, 'scripts'));
+  }
+
+  queueDir(name: string): string {
+    return path.join(this.root, 'queues', name);
+  }
+
+  /** Write a queue's directories and config.json (scripts from the fixtures by name). */
+  addQueue(spec: QueueSpec): void {
+    const dir = this.queueDir(spec.name);
+    for (const s of ['prep', 'que', 'run', 'done', 'err', 'relayed']) fs.mkdirSync(path.join(dir, s), { recursive: true });
+    const config = { num_workers: 1, exec_prefix: '', ...spec, script: spec.script?.includes('/') ? spec.script : `./scripts/${spec.script ?? 'done.sh'}` };
+    fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config));
+  }
+
+  /** Start the queue process and wait until it answers ping. */
+  async start(name: string): Promise<ChildProcess> {
+    const child = spawn(process.execPath, [QUEUE_MAIN, name], {
+      cwd: this.root,
+      env: { ...process.env, RQ_FATAL_DELAY_MS: '0', RQ_LOG_LEVEL: 'debug' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('exit', () => this.logs.set(name, out));
+    this.procs.set(name, child);
+    onTestFailed(() => {
+      console.error(`--- log of queue ${name} (root kept at ${this.root}) ---\n${out}`);
+    });
+    await waitFor(async () => (await this.rpc(name, 'ping')) !== null, 10_000, `queue ${name} to answer ping`);
+    return child;
+  }
+
+  /** kill -9 the queue process and wait for it to be gone. */
+  async kill9(name: string): Promise<void> {
+    const child = this.procs.get(name);
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const gone = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await gone;
+  }
+
+  /** Call a command; the argument is sent as JSON (`''` sends no argument). */
+  rpc(queue: string, command: string, arg: unknown = {}): Promise<unknown> {
+    return this.rpcRaw(queue, command, arg === '' ? '' : JSON.stringify(arg));
+  }
+
+  /** Call a command with the argument text exactly as given. */
+  rpcRaw(queue: string, command: string, argument: string): Promise<unknown> {
+    return rpcCall(path.join(this.queueDir(queue), 'queue.sock'), command, argument);
+  }
+
+  /** create_message; returns the short id (throws on a fail reply). */
+  async send(queue: string, msg: Record<string, unknown>): Promise<string> {
+    const reply = (await this.rpc(queue, 'create_message', { dest: queue, ...msg })) as [string, string];
+    if (reply?.[0] !== 'ok') throw new Error(`create_message failed: ${JSON.stringify(reply)}`);
+    return shortId(reply[1]);
+  }
+
+  async state(queue: string, id: string): Promise<string | undefined> {
+    const r = (await this.rpc(queue, 'get_message_state', { msg_id: id })) as [string, string];
+    return r?.[0] === 'ok' ? r[1] : undefined;
+  }
+
+  async statusOf(queue: string, id: string): Promise<string | undefined> {
+    const r = (await this.rpc(queue, 'get_message_status', { msg_id: id })) as [string, { status: string }];
+    return r?.[0] === 'ok' ? r[1].status : undefined;
+  }
+
+  async message(queue: string, id: string): Promise<Record<string, unknown>> {
+    const r = (await this.rpc(queue, 'get_message', { msg_id: id })) as [string, Record<string, unknown>];
+    if (r?.[0] !== 'ok') throw new Error(`get_message failed: ${JSON.stringify(r)}`);
+    return r[1];
+  }
+
+  /** Wait until a message reaches a state; returns its status text. */
+  async waitState(queue: string, id: string, state: string, timeoutMs = 10_000): Promise<string> {
+    await waitFor(async () => (await this.state(queue, id)) === state, timeoutMs, `${id} to reach ${state}`);
+    return (await this.statusOf(queue, id))!;
+  }
+
+  async cleanup(passed: boolean): Promise<void> {
+    for (const child of this.procs.values()) {
+      if (child.exitCode === null && child.signalCode === null) {
+        const gone = new Promise((r) => child.once('exit', r));
+        child.kill('SIGKILL');
+        await gone;
+      }
+    }
+    if (passed) fs.rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+export function shortId(full: string): string {
+  return full.slice(full.lastIndexOf('/') + 1);
+}
+
+/** Poll a condition until it holds (no fixed sleeps in tests). */
+export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (await cond()) return;
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * Crash recovery (spec/rq.md §2.12): kill -9 of the queue process at any moment loses
+ * nothing; run/ goes back to que/ with count unchanged; a worker from before the restart
+ * that is still alive is waited for, not started twice; the que index survives; and a
+ * message dropped into que/ by hand is picked up.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { TestRoot, pidAlive, waitFor } from '../helpers/install.js';
+
+let t: TestRoot;
+let passed = false;
+beforeEach(() => {
+  t = new TestRoot();
+  passed = false;
+  onTestFinished((ctx) => {
+    passed = ctx.task.result?.state === 'pass';
+  });
+});
+afterEach(async () => t.cleanup(passed));
+
+function runPid(queue: string, id: string): number {
+  return Number(fs.readFileSync(path.join(t.queueDir(queue), 'run', id, 'pid'), 'utf8'));
+}
+
+describe('recovery', () => {
+  it('every acknowledged message survives kill -9 during a burst of creates and runs', async () => {
+    t.addQueue({ name: 'r', script: 'done.sh', num_workers: 2 });
+    await t.start('r');
+    const ids: string[] = [];
+    const senders = Array.from({ length: 8 }, async () => {
+      for (let i = 0; i < 40; i++) {
+        try {
+          ids.push(await t.send('r', { param1: String(i) }));
+        } catch {
+          return; // the queue process died mid-request: that message was never acknowledged
+        }
+      }
+    });
+    await waitFor(() => ids.length >= 100, 10_000, '100 acknowledged creates');
+    await t.kill9('r');
+    await Promise.all(senders);
+    await t.start('r');
+    for (const id of ids) await t.waitState('r', id, 'done', 20_000);
+    expect(fs.readdirSync(path.join(t.queueDir('r'), 'run'))).toEqual([]);
+  });
+
+  it('moves run/ back to que/ with count unchanged when the worker is gone', async () => {
+    t.addQueue({ name: 'r', script: 'sleep.sh', num_workers: 2 });
+    await t.start('r');
+    const a = await t.send('r', { param2: '30' });
+    const b = await t.send('r', { param2: '30' });
+    const pids = [runPid('r', a), runPid('r', b)];
+    fs.writeFileSync(path.join(t.root, 'config/r.pause'), '');
+    await t.kill9('r');
+    for (const pid of pids) process.kill(-pid, 'SIGKILL');
+    await waitFor(() => pids.every((p) => !pidAlive(p)));
+    await t.start('r');
+    expect(fs.readdirSync(path.join(t.queueDir('r'), 'run'))).toEqual([]);
+    expect(await t.rpc('r', 'num_messages', {})).toMatchObject({ run: 0, que: 2 });
+    expect(await t.message('r', a)).toMatchObject({ count: 0, state: 'que' });
+  });
+
+  it('does not start a message again while its worker from before the restart lives', async () => {
+    t.addQueue({ name: 'r', script: 'sleep.sh' });
+    await t.start('r');
+    const id = await t.send('r', { param2: '1.5' });
+    const pid = runPid('r', id);
+    await t.kill9('r');
+    expect(pidAlive(pid)).toBe(true);
+    await t.start('r');
+    expect(await t.state('r', id)).toBe('run');
+    expect(runPid('r', id)).toBe(pid);
+    // The orphan's report is lost with the old process; once it exits the message runs again.
+    await waitFor(() => !pidAlive(pid), 5000, 'the old worker to exit');
+    expect(await t.waitState('r', id, 'done', 10_000)).toBe('done - slept');
+    const log = fs.readFileSync(path.join(t.root, (await t.message('r', id))['path'] as string, 'job/stdio.log'), 'utf8');
+    expect(log.match(/RQ START/g)).toHaveLength(2);
+  });
+
+  it('a reused pid is not mistaken for the old worker', async () => {
+    t.addQueue({ name: 'r', script: 'sleep.sh' });
+    await t.start('r');
+    const id = await t.send('r', { param2: '30' });
+    const pid = runPid('r', id);
+    fs.writeFileSync(path.join(t.root, 'config/r.pause'), '');
+    await t.kill9('r');
+    process.kill(-pid, 'SIGKILL');
+    await waitFor(() => !pidAlive(pid));
+    // Point the pid file at a live process that is not the worker (this test runner).
+    fs.writeFileSync(path.join(t.queueDir('r'), 'run', id, 'pid'), String(process.pid));
+    await t.start('r');
+    expect(await t.state('r', id)).toBe('que');
+  });
+
+  it('recovers a long que from its index, with due times kept', async () => {
+    t.addQueue({ name: 'r', script: 'done.sh', num_workers: 0 });
+    await t.start('r');
+    const due = Math.floor(Date.now() / 1000) + 1000;
+    const ids: string[] = [];
+    for (let i = 0; i < 50; i++) ids.push(await t.send('r', { due: due + i, param1: String(i) }));
+    await t.rpc('r', 'run_message', { msg_id: ids[49] });
+    const before = await t.rpc('r', 'messages', { state: 'que' });
+    await t.kill9('r');
+    await t.start('r');
+    expect(await t.rpc('r', 'messages', { state: 'que' })).toEqual(before);
+    expect((before as Array<{ msg_id: string }>)[0]!.msg_id).toBe(ids[49]);
+  });
+
+  it('picks up a message directory an operator drops into que/ by hand', async () => {
+    t.addQueue({ name: 'r', script: 'done.sh' });
+    await t.start('r');
+    const id = '20261121.0101.01.001.42';
+    const staging = path.join(t.root, 'staging');
+    fs.mkdirSync(staging);
+    fs.writeFileSync(path.join(staging, 'msg'), JSON.stringify({ msg_id: id, dest: 'r', count: 0, max_count: 15 }));
+    fs.renameSync(staging, path.join(t.queueDir('r'), 'que', id));
+    expect(await t.waitState('r', id, 'done', 5000)).toBe('done - all good');
+  });
+
+  it('SIGHUP reloads config.json before later requests', async () => {
+    t.addQueue({ name: 'r', script: 'done.sh', num_workers: 1 });
+    await t.start('r');
+    const cfg = path.join(t.queueDir('r'), 'config.json');
+    fs.writeFileSync(cfg, JSON.stringify({ ...JSON.parse(fs.readFileSync(cfg, 'utf8')), num_workers: '4' }));
+    process.kill(Number(fs.readFileSync(path.join(t.queueDir('r'), 'queue.pid'), 'utf8')), 'SIGHUP');
+    await waitFor(async () => ((await t.rpc('r', 'config', '')) as [string, { num_workers: number }])[1].num_workers === 4, 1000);
+    fs.writeFileSync(cfg, '{broken');
+    process.kill(Number(fs.readFileSync(path.join(t.queueDir('r'), 'queue.pid'), 'utf8')), 'SIGHUP');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(((await t.rpc('r', 'config', '')) as [string, { num_workers: number }])[1].num_workers).toBe(4);
+  });
+});

@@ -1,0 +1,88 @@
+/**
+ * The scheduler (spec/rq.md §2.4, §2.9): worker slots, due times, blocking keys and
+ * coalescing, observed through a real queue process.
+ */
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { TestRoot, waitFor } from '../helpers/install.js';
+
+let t: TestRoot;
+let passed = false;
+beforeEach(() => {
+  t = new TestRoot();
+  passed = false;
+  onTestFinished((ctx) => {
+    passed = ctx.task.result?.state === 'pass';
+  });
+});
+afterEach(async () => t.cleanup(passed));
+
+const now = (): number => Math.floor(Date.now() / 1000);
+
+describe('scheduling', () => {
+  it('a due message is already running when create_message answers', async () => {
+    t.addQueue({ name: 's', script: 'sleep.sh', num_workers: 2 });
+    await t.start('s');
+    const a = await t.send('s', { param2: '2' });
+    expect(await t.state('s', a)).toBe('run');
+    const b = await t.send('s', { param2: '2' });
+    expect(await t.state('s', b)).toBe('run');
+    const c = await t.send('s', { param2: '0' });
+    expect(await t.state('s', c)).toBe('que');
+    expect(await t.rpc('s', 'num_messages', {})).toMatchObject({ que: 1, run: 2 });
+  });
+
+  it('waits for the due time, then runs at once', async () => {
+    t.addQueue({ name: 's', script: 'done.sh' });
+    await t.start('s');
+    const id = await t.send('s', { due: now() + 2 });
+    expect(await t.state('s', id)).toBe('que');
+    await t.waitState('s', id, 'done', 4000);
+  });
+
+  it('blocking_params: one running message per key (test_message_blocking)', async () => {
+    t.addQueue({ name: 'b', script: 'sleep.sh', num_workers: 3, blocking_params: [1] });
+    await t.start('b');
+    const a1 = await t.send('b', { param1: 'a', param2: '0.8' });
+    const b1 = await t.send('b', { param1: 'b', param2: '0.8' });
+    const a2 = await t.send('b', { param1: 'a', param2: '0.1' });
+    expect([await t.state('b', a1), await t.state('b', b1), await t.state('b', a2)]).toEqual(['run', 'run', 'que']);
+    await t.waitState('b', a1, 'done');
+    await waitFor(async () => (await t.state('b', a2)) !== 'que', 1000, 'the blocked message to start within 1 s');
+  });
+
+  it('coalescing: a starting message swallows its waiting duplicates, whatever their due time', async () => {
+    t.addQueue({ name: 'c', script: 'sleep.sh', coalesce_params: [1] });
+    await t.start('c');
+    const m1 = await t.send('c', { param1: 'fast', due: now() + 30 });
+    const m2 = await t.send('c', { param1: 'fast', due: now() + 30 });
+    const other = await t.send('c', { param1: 'slow', due: now() + 30 });
+    const m3 = await t.send('c', { param1: 'fast', due: now() - 2, param2: '0.2' });
+    const m3Full = `http://127.0.0.1:3333/q/c/${m3}`;
+    expect(await t.rpc('c', 'num_messages', {})).toMatchObject({ que: 1, run: 1 });
+    expect(await t.rpc('c', 'run_message', { msg_id: m1 })).toEqual(['fail', 'msg not found']);
+    expect(await t.waitState('c', m3, 'done')).toBe('done - slept');
+    expect(await t.statusOf('c', m1)).toBe(`done - duplicate ${m3Full}`);
+    expect(await t.statusOf('c', m2)).toBe(`done - duplicate ${m3Full}`);
+    expect(await t.message('c', m1)).toMatchObject({ dup: m3Full });
+    expect((await t.message('c', m3))['dups']).toEqual(expect.arrayContaining([`http://127.0.0.1:3333/q/c/${m1}`, `http://127.0.0.1:3333/q/c/${m2}`]));
+    expect(await t.state('c', other)).toBe('que');
+  });
+
+  it('coalescing: when the runner fails, its duplicates go back to que', async () => {
+    t.addQueue({ name: 'c', script: 'err.sh', coalesce_params: [1] });
+    await t.start('c');
+    const d = await t.send('c', { param1: 'k', due: now() + 60 });
+    const m = await t.send('c', { param1: 'k' });
+    expect(await t.waitState('c', m, 'err')).toBe('err - by design');
+    expect(await t.state('c', d)).toBe('que');
+    expect(await t.rpc('c', 'messages', { state: 'que' })).toEqual([expect.objectContaining({ msg_id: d })]);
+  });
+
+  it('num_workers 0 runs nothing (RQ default)', async () => {
+    t.addQueue({ name: 'z', script: 'done.sh', num_workers: 0 });
+    await t.start('z');
+    const id = await t.send('z', {});
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await t.state('z', id)).toBe('que');
+  });
+});
