@@ -86,13 +86,16 @@ export function parseQueueConfig(text: string, path: string): QueueConfig {
   return normaliseQueueConfig(raw);
 }
 
-/** The compact form RQ writes when it creates a queue (key order is part of the contract). */
+/**
+ * The compact form RQ writes when it creates a queue (key order is part of the contract).
+ * A null `exec_prefix` stays null, so a reload keeps running the script with `bash -lc`.
+ */
 export function serialiseQueueConfig(c: QueueConfig): string {
   const out: Record<string, unknown> = {
     name: c.name,
     script: c.script,
     num_workers: c.num_workers,
-    exec_prefix: c.exec_prefix ?? '',
+    exec_prefix: c.exec_prefix,
     env_vars: c.env_vars,
     coalesce_params: c.coalesce_params,
     blocking_params: c.blocking_params,

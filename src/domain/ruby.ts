@@ -13,6 +13,6 @@ export function rubyToI(value: unknown): number {
 export function rubyToF(value: unknown): number {
   if (typeof value === 'number') return Number.isFinite(value) ? value : 0;
   if (typeof value !== 'string') return 0;
-  const m = /^\s*([+-]?(?:\d+(?:\.\d+)?(?:[eE][+-]?\d+)?))/.exec(value);
+  const m = /^\s*([+-]?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?)/.exec(value.replaceAll('_', ''));
   return m?.[1] === undefined ? 0 : Number.parseFloat(m[1]);
 }

@@ -109,4 +109,8 @@ watcher.on('unlinkDir', (p) => {
 watcher.on('all', (_event, p) => {
   if (path.dirname(p) === root.configDir && (p === layout.downFlag || p === layout.pauseFlag)) engine.refreshFlags();
 });
+// Entries that arrived before the watch was up were not reported: look once.
+watcher.on('ready', () => {
+  for (const id of fs.readdirSync(queDir)) engine.noticeQueEntry(id);
+});
 watcher.on('error', (e) => log.warn({ err: coerceError(e).message }, 'file watch failed; relying on the 1 s tick'));

@@ -14,6 +14,7 @@
  * Exit codes carry no meaning beyond zero / non-zero: 0 is required for done, relayed
  * and resend; anything else is a permanent failure that waits in `err` for an operator.
  */
+import os from 'node:os';
 import type { Completion } from './pipe-protocol.js';
 
 export interface RunExit {
@@ -30,14 +31,9 @@ export type RunOutcome =
 
 export const MAX_RESEND_STATUS = 'HIT MAX RESEND COUNT - MOVING TO ERR';
 
-const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = {
-  SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGILL: 4, SIGTRAP: 5, SIGABRT: 6, SIGBUS: 7, SIGFPE: 8,
-  SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15,
-};
-
 /** RQ's exit description: `pid 12 exit 1` or `pid 12 SIGTERM (signal 15)`. */
 export function describeExit(e: RunExit): string {
-  if (e.signal) return `pid ${e.pid} ${e.signal} (signal ${SIGNAL_NUMBERS[e.signal] ?? '?'})`;
+  if (e.signal) return `pid ${e.pid} ${e.signal} (signal ${os.constants.signals[e.signal]})`;
   return `pid ${e.pid} exit ${e.code ?? '?'}`;
 }
 

@@ -8,6 +8,7 @@
  * leading blanks skipped, the command is the first word, and the text is what follows
  * the blanks after it (`"done"` → null, `"done "` → `""`).
  */
+import { StringDecoder } from 'node:string_decoder';
 import { rubyToI } from '../domain/ruby.js';
 
 export const PIPE_WORDS = {
@@ -35,13 +36,16 @@ export function isCompletion(r: WorkerReport): r is Completion {
   return r.kind === 'done' || r.kind === 'err' || r.kind === 'relayed' || r.kind === 'resend';
 }
 
-/** Split a line into command and text like Ruby's `line.split(' ', 2)`. */
+/**
+ * Split a line into command and text like Ruby's `line.split(' ', 2)`. Ruby's blanks
+ * are ASCII only (space, \t, \n, \v, \f, \r): a no-break space is part of a word.
+ */
 export function splitLine(line: string): { cmd: string; text: string | null } {
-  const m = /^\s*(\S*)(?:\s+([\s\S]*))?$/.exec(line);
+  const m = /^[ \t\n\v\f\r]*([^ \t\n\v\f\r]*)(?:[ \t\n\v\f\r]+([\s\S]*))?$/.exec(line);
   const cmd = m?.[1] ?? '';
   if (m?.[2] !== undefined) return { cmd, text: m[2] };
   // "done " has trailing blanks after the command: the text is empty, not absent.
-  return { cmd, text: /^\s*\S+\s+$/.test(line) ? '' : null };
+  return { cmd, text: /^[ \t\n\v\f\r]*[^ \t\n\v\f\r]+[ \t\n\v\f\r]+$/.test(line) ? '' : null };
 }
 
 export function parseLine(line: string): WorkerReport {
@@ -67,17 +71,20 @@ export function parseLine(line: string): WorkerReport {
 
 /**
  * Splits a byte stream into lines, carrying a partial line over to the next chunk
- * (the original dropped it). A final line without LF is delivered by `end()`.
+ * (the original dropped it). A final line without LF is delivered by `end()`. A UTF-8
+ * character cut between two chunks is decoded whole.
  */
 export function createLineSplitter(onLine: (line: string) => void): { push(chunk: Buffer): void; end(): void } {
+  const decoder = new StringDecoder('utf8');
   let partial = '';
   return {
     push(chunk) {
-      const lines = (partial + chunk.toString('utf8')).split('\n');
+      const lines = (partial + decoder.write(chunk)).split('\n');
       partial = lines.pop() ?? '';
       for (const line of lines) onLine(line);
     },
     end() {
+      partial += decoder.end();
       if (partial) onLine(partial);
       partial = '';
     },

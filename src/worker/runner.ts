@@ -109,6 +109,9 @@ export function spawnWorker(spec: SpawnSpec): RunningWorker {
       child.on('error', () => {});
       throw new Error(`cannot spawn ${spec.argv.join(' ')}`);
     }
+    // RQ's forked child wrote this marker before exec. Node cannot run code in the child,
+    // so it is appended as soon as the pid is known; a script that prints at once on a
+    // busy machine may get its first bytes in before it.
     fs.writeSync(logFd, `\n${child.pid} - ${localTimestamp(new Date())} - RQ START - ${spec.realScript}\n`);
   } finally {
     fs.closeSync(logFd);

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { onTestFailed } from 'vitest';
+import { afterEach, beforeEach, onTestFailed, onTestFinished } from 'vitest';
 import { rpcCall } from '../../src/client/rpc.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -153,4 +153,25 @@ export function pidAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * A fresh TestRoot for every test of the calling file: removed after a pass, kept (with
+ * its path and queue logs printed) after a failure.
+ */
+export function useTestRoot(): () => TestRoot {
+  let current: TestRoot | undefined;
+  let passed = false;
+  beforeEach(() => {
+    current = new TestRoot();
+    passed = false;
+    onTestFinished((ctx) => {
+      passed = ctx.task.result?.state === 'pass';
+    });
+  });
+  afterEach(async () => current?.cleanup(passed));
+  return () => {
+    if (!current) throw new Error('useTestRoot: no test is running');
+    return current;
+  };
 }

@@ -6,19 +6,14 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
-import { TestRoot, pidAlive, waitFor } from '../helpers/install.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { TestRoot, pidAlive, waitFor, useTestRoot } from '../helpers/install.js';
 
+const root = useTestRoot();
 let t: TestRoot;
-let passed = false;
 beforeEach(() => {
-  t = new TestRoot();
-  passed = false;
-  onTestFinished((ctx) => {
-    passed = ctx.task.result?.state === 'pass';
-  });
+  t = root();
 });
-afterEach(async () => t.cleanup(passed));
 
 function runPid(queue: string, id: string): number {
   return Number(fs.readFileSync(path.join(t.queueDir(queue), 'run', id, 'pid'), 'utf8'));

@@ -5,21 +5,16 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { encodePacket } from '../../src/client/rpc.js';
 import { SHORT_ID_RE } from '../../src/domain/ids.js';
-import { TestRoot, shortId, waitFor } from '../helpers/install.js';
+import { TestRoot, shortId, waitFor, useTestRoot } from '../helpers/install.js';
 
+const root = useTestRoot();
 let t: TestRoot;
-let passed = false;
 beforeEach(() => {
-  t = new TestRoot();
-  passed = false;
-  onTestFinished((ctx) => {
-    passed = ctx.task.result?.state === 'pass';
-  });
+  t = root();
 });
-afterEach(async () => t.cleanup(passed));
 
 describe('queue process RPC', () => {
   it('answers ping, uptime, status, config and counts', async () => {

@@ -2,19 +2,14 @@
  * The scheduler (spec/rq.md §2.4, §2.9): worker slots, due times, blocking keys and
  * coalescing, observed through a real queue process.
  */
-import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
-import { TestRoot, waitFor } from '../helpers/install.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { TestRoot, waitFor, useTestRoot } from '../helpers/install.js';
 
+const root = useTestRoot();
 let t: TestRoot;
-let passed = false;
 beforeEach(() => {
-  t = new TestRoot();
-  passed = false;
-  onTestFinished((ctx) => {
-    passed = ctx.task.result?.state === 'pass';
-  });
+  t = root();
 });
-afterEach(async () => t.cleanup(passed));
 
 const now = (): number => Math.floor(Date.now() / 1000);
 

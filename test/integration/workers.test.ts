@@ -5,19 +5,14 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
-import { TestRoot, pidAlive, shortId, waitFor } from '../helpers/install.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { TestRoot, pidAlive, shortId, waitFor, useTestRoot } from '../helpers/install.js';
 
+const root = useTestRoot();
 let t: TestRoot;
-let passed = false;
 beforeEach(() => {
-  t = new TestRoot();
-  passed = false;
-  onTestFinished((ctx) => {
-    passed = ctx.task.result?.state === 'pass';
-  });
+  t = root();
 });
-afterEach(async () => t.cleanup(passed));
 
 async function runOne(script: string, msg: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<{ id: string; state: string; status: string }> {
   t.addQueue({ name: 'w', script, ...extra });
@@ -32,7 +27,8 @@ describe('end of a run', () => {
     const r = await runOne('done.sh');
     expect(r).toMatchObject({ state: 'done', status: 'done - all good' });
     const log = fs.readFileSync(path.join(t.root, (await t.message('w', r.id))['path'] as string, 'job/stdio.log'), 'utf8');
-    expect(log).toMatch(/^\n\d+ - \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4} - RQ START - .*\/done\.sh\nworking on /);
+    expect(log).toMatch(/(^|\n)\n\d+ - \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4} - RQ START - \/.*\/done\.sh\n/);
+    expect(log).toContain(`working on ${r.id}\n`);
   });
 
   it('err with exit 0 → err - by design', async () => {

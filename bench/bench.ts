@@ -1,0 +1,784 @@
+/**
+ * rq benchmark: `npm run bench` (= `npm run build && node dist/bench/bench.js`).
+ *
+ * It is not a test: it prints figures, and each figure is printed next to this machine's
+ * own limit, measured in the same run. It ends with a table: figure | measured | machine
+ * limit (same run) | goal | verdict. Nothing is mocked: queue processes are started from
+ * dist/ in temp install roots under os.tmpdir(), clients speak RQ's socket framing, the
+ * queue forks real scripts, and every create is fsynced on the real disk.
+ *
+ *  1. Durable creates over the socket (`create_message`) with 1 client and with 16
+ *     concurrent clients, against a bare Node loop of mkdir + write + fsync + rename +
+ *     fsync(dir): sync calls, and 16-way with fs.promises.
+ *  2. Processing throughput: 2,000 messages queued while paused, run by a no-op script
+ *     (exec_prefix "") with 1 and with 4 workers, timed from un-pausing until
+ *     num_messages shows them all done; against child_process.spawn of the same script
+ *     with the same stdio shape (['ignore', fd, fd, 'pipe', 'pipe']), 1 and 4 in flight.
+ *  3. Latency from create_message to the script's start, one message at a time on an
+ *     idle queue (the script records bash's $EPOCHREALTIME); against a bare spawn of the
+ *     same script.
+ *  4. A queue with 100,000 waiting messages: (a) recovery after kill -9 with a dropped
+ *     page cache, from process start to the first message in run/, against a cold
+ *     listing of que/ and a cold `node -e 0`; (b) drain rate (4 workers, windows of 500
+ *     completions) against the same setup with only 500 waiting; (c) the queue process's
+ *     RSS against a queue process with nothing waiting.
+ *
+ * Plan (ARCHITECTURE.md, "Facts measured on these machines"): ext4 here has no journal
+ * and creates files much more slowly for minutes after many directories are deleted, so
+ * every measurement gets a fresh root and nothing is deleted until the very end of the
+ * run. The run re-executes itself once with UV_THREADPOOL_SIZE=16, the queue process's
+ * own setting, so that the 16-way fs.promises baseline gets as many threads as rq does.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { rpcCall } from '../src/client/rpc.js';
+import { STATES } from '../src/domain/states.js';
+import { queueLayout, rootLayout, type QueueLayout } from '../src/store/layout.js';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const QUEUE_MAIN = path.join(REPO, 'dist/src/queue/queue-main.js');
+const THREADPOOL = '16';
+
+/** `node dist/bench/bench.js --quick`: a smoke run at a tenth of the sizes (figures not comparable). */
+const QUICK = process.argv.includes('--quick');
+const scale = (n: number): number => (QUICK ? Math.max(1, Math.round(n / 10)) : n);
+const CREATES = scale(3_000);
+const CLIENTS = 16;
+const WARMUP = 100;
+const PROCESS_MSGS = scale(2_000);
+const LATENCY_MSGS = scale(200);
+const LATENCY_WARMUP = 20;
+const BIG_QUEUE = scale(100_000);
+const DRAIN_WINDOW = scale(500);
+const DRAIN_REPS = 4;
+
+const NOOP_SCRIPT = '#!/bin/sh\necho done >&3\n';
+/** Records its own start (bash's clock, no extra fork) in its cwd, then reports done. */
+const STAMP_SCRIPT = '#!/bin/bash\necho ${EPOCHREALTIME} > start\necho done >&3\n';
+/** About the size of a real `msg` (what the bare create loop writes). */
+const MSG_BODY = JSON.stringify({
+  msg_id: '20261121.0738.42.370.1234567',
+  dest: 'b',
+  orig_msg_id: 'http://127.0.0.1:3333/q/b/20261121.0738.42.370.1234567',
+  count: 0,
+  max_count: 15,
+  due: 1763710722,
+});
+
+// ───────────────────────────── small helpers ─────────────────────────────
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const say = (line: string): void => void process.stdout.write(`${line}\n`);
+const int = (n: number): string => Math.round(n).toLocaleString('en-US');
+const ms2 = (n: number): string => `${n.toFixed(2)} ms`;
+const secs = (ms: number): string => `${(ms / 1000).toFixed(3)} s`;
+const pct = (a: number, b: number): string => `${Math.round((100 * a) / b)}%`;
+
+/** Wall-clock milliseconds with µs resolution: performance.now() anchored at a tick of Date.now(). */
+function calibratedClock(): () => number {
+  const first = Date.now();
+  let now = Date.now();
+  while (now === first) now = Date.now();
+  const offset = now - performance.now();
+  return () => offset + performance.now();
+}
+
+/** Run `job` `total` times with at most `concurrency` in flight. */
+async function runConcurrent(total: number, concurrency: number, job: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < total) await job(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, total) }, lane));
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i] ?? NaN;
+}
+
+/** Drop the page cache (we are root on these machines). False when the kernel refuses. */
+function dropCaches(): boolean {
+  spawnSync('sync');
+  try {
+    fs.writeFileSync('/proc/sys/vm/drop_caches', '3');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function rssMb(pid: number): number {
+  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(m[1]) / 1024;
+}
+
+function fsTypeOf(dir: string): string {
+  let best = { mount: '', type: '?' };
+  for (const line of fs.readFileSync('/proc/mounts', 'utf8').split('\n')) {
+    const [, mount, type] = line.split(' ');
+    if (mount === undefined || type === undefined) continue;
+    const inside = dir === mount || dir.startsWith(mount.endsWith('/') ? mount : `${mount}/`);
+    if (inside && mount.length >= best.mount.length) best = { mount, type };
+  }
+  return `${best.type} (mounted at ${best.mount})`;
+}
+
+// ───────────────────────────── temp roots ─────────────────────────────
+
+/** Every temp dir of the run; all are removed at the very end, never in between. */
+const tempDirs: string[] = [];
+
+function makeTemp(label: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `rq-bench-${label}-`));
+  tempDirs.push(dir);
+  return dir;
+}
+
+function writeScript(dir: string, name: string, text: string): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, text, { mode: 0o755 });
+  return file;
+}
+
+type ScriptName = 'noop.sh' | 'stamp.sh';
+
+/** A temp install root: config/config.json, queues/, `queue -> queues`, the two scripts. */
+function makeInstall(label: string): string {
+  const root = makeTemp(label);
+  fs.mkdirSync(path.join(root, 'config'));
+  fs.mkdirSync(path.join(root, 'queues'));
+  fs.symlinkSync('queues', path.join(root, 'queue'));
+  fs.writeFileSync(
+    path.join(root, 'config', 'config.json'),
+    JSON.stringify({ env: 'bench', host: '127.0.0.1', port: '3333', addr: '127.0.0.1', tmpdir: '/tmp', allow_new_queue: true }),
+  );
+  writeScript(root, 'noop.sh', NOOP_SCRIPT);
+  writeScript(root, 'stamp.sh', STAMP_SCRIPT);
+  return root;
+}
+
+// ───────────────────────────── a queue process ─────────────────────────────
+
+interface Counts {
+  prep: number;
+  que: number;
+  run: number;
+  done: number;
+  relayed: number;
+  err: number;
+}
+
+function parseCounts(reply: unknown): Counts {
+  if (typeof reply !== 'object' || reply === null || Array.isArray(reply)) throw new Error(`num_messages: ${JSON.stringify(reply)}`);
+  const o = reply as Record<string, unknown>;
+  const n = (k: keyof Counts): number => {
+    const v = o[k];
+    if (typeof v !== 'number') throw new Error(`num_messages: no number "${k}" in ${JSON.stringify(reply)}`);
+    return v;
+  };
+  return { prep: n('prep'), que: n('que'), run: n('run'), done: n('done'), relayed: n('relayed'), err: n('err') };
+}
+
+interface QueueOptions {
+  workers: number;
+  script: ScriptName;
+  paused: boolean;
+}
+
+/** Queue processes alive right now (killed on an interrupt). */
+const liveQueues = new Set<BenchQueue>();
+/** Every queue of the run, for what their processes logged. */
+const allQueues: BenchQueue[] = [];
+
+/** One queue `b` in its own install root, and its `queue-main` process. */
+class BenchQueue {
+  readonly root: string;
+  readonly name = 'b';
+  readonly label: string;
+  readonly layout: QueueLayout;
+  private child: ChildProcess | undefined;
+  private output = '';
+  /** Everything the process logged at warn level or worse, over all its lives. */
+  readonly complaints: string[] = [];
+
+  constructor(label: string, opts: QueueOptions) {
+    this.label = label;
+    this.root = makeInstall(label);
+    this.layout = queueLayout(rootLayout(this.root), this.name);
+    for (const state of STATES) fs.mkdirSync(this.layout.stateDir(state), { recursive: true });
+    fs.writeFileSync(
+      this.layout.configFile,
+      JSON.stringify({ name: this.name, script: path.join(this.root, opts.script), num_workers: opts.workers, exec_prefix: '' }),
+    );
+    if (opts.paused) this.setPauseFlag(true);
+    allQueues.push(this);
+  }
+
+  get pid(): number {
+    const pid = this.child?.pid;
+    if (pid === undefined || !this.running()) throw new Error('queue process is not running');
+    return pid;
+  }
+
+  running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Start `queue-main` (cwd = the root) and wait until it answers ping. */
+  async start(timeoutMs = 60_000): Promise<void> {
+    const child = spawn(process.execPath, [QUEUE_MAIN, this.name], {
+      cwd: this.root,
+      env: { ...process.env, RQ_LOG_LEVEL: 'warn', RQ_FATAL_DELAY_MS: '0' },
+      // The IPC channel makes the queue process exit if this benchmark dies.
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    this.child = child;
+    this.output = '';
+    const collect = (chunk: Buffer): void => {
+      this.output += chunk.toString();
+      const lines = this.output.split('\n');
+      this.output = lines.pop() ?? '';
+      for (const line of lines) if (line.trim() !== '') this.complaints.push(line);
+    };
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    liveQueues.add(this);
+    child.on('exit', () => liveQueues.delete(this));
+    const until = performance.now() + timeoutMs;
+    for (;;) {
+      if (!this.running()) throw new Error(`queue process exited at start-up: ${this.complaints.slice(-5).join(' | ')}`);
+      const reply = await rpcCall(this.layout.socket, 'ping', '', 2_000);
+      if (Array.isArray(reply) && reply[0] === 'pong') return;
+      if (performance.now() > until) throw new Error(`queue process did not answer ping within ${timeoutMs} ms`);
+      await sleep(2);
+    }
+  }
+
+  private async signal(sig: NodeJS.Signals): Promise<void> {
+    const child = this.child;
+    if (!child || !this.running()) return;
+    const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill(sig);
+    const timeout = sleep(10_000).then(() => 'timeout' as const);
+    if ((await Promise.race([gone, timeout])) === 'timeout') {
+      child.kill('SIGKILL');
+      await gone;
+    }
+  }
+
+  kill9(): Promise<void> {
+    return this.signal('SIGKILL');
+  }
+
+  stop(): Promise<void> {
+    return this.signal('SIGTERM');
+  }
+
+  setPauseFlag(on: boolean): void {
+    if (on) fs.writeFileSync(this.layout.pauseFlag, '');
+    else fs.rmSync(this.layout.pauseFlag, { force: true });
+  }
+
+  /** Pause or un-pause now: the queue re-reads its flags on every RPC. */
+  async setPaused(on: boolean): Promise<void> {
+    this.setPauseFlag(on);
+    await this.counts();
+  }
+
+  rpc(command: string, arg: object): Promise<unknown> {
+    return rpcCall(this.layout.socket, command, JSON.stringify(arg));
+  }
+
+  /** create_message; returns the short id. */
+  async create(): Promise<string> {
+    const reply = await this.rpc('create_message', { dest: this.name });
+    if (!Array.isArray(reply) || reply[0] !== 'ok' || typeof reply[1] !== 'string') {
+      throw new Error(`create_message failed: ${JSON.stringify(reply)}`);
+    }
+    const full = reply[1];
+    return full.slice(full.lastIndexOf('/') + 1);
+  }
+
+  async counts(): Promise<Counts> {
+    return parseCounts(await this.rpc('num_messages', {}));
+  }
+
+  /** Create `n` messages with `clients` concurrent clients. */
+  async fill(n: number, clients: number, onProgress?: (done: number) => void): Promise<void> {
+    let made = 0;
+    await runConcurrent(n, clients, async () => {
+      await this.create();
+      made++;
+      if (onProgress && made % 10_000 === 0) onProgress(made);
+    });
+  }
+
+  /** Poll num_messages every `everyMs` until `cond` holds. */
+  async waitCounts(cond: (c: Counts) => boolean, everyMs: number, timeoutMs = 300_000): Promise<Counts> {
+    const until = performance.now() + timeoutMs;
+    for (;;) {
+      const c = await this.counts();
+      if (cond(c)) return c;
+      if (!this.running()) throw new Error('queue process died');
+      if (performance.now() > until) throw new Error(`timed out; num_messages = ${JSON.stringify(c)}`);
+      await sleep(everyMs);
+    }
+  }
+}
+
+// ───────────────────────────── bare baselines ─────────────────────────────
+
+/** A bare durable create: mkdir, write, fsync, rename into que/, fsync(que/). */
+function bareCreatesSync(n: number): number {
+  const dir = makeTemp('bare-sync');
+  fs.mkdirSync(path.join(dir, 'prep'));
+  fs.mkdirSync(path.join(dir, 'que'));
+  const queFd = fs.openSync(path.join(dir, 'que'), 'r');
+  const one = (i: number): void => {
+    const tmp = path.join(dir, 'prep', `_${i}`);
+    fs.mkdirSync(tmp);
+    const fd = fs.openSync(path.join(tmp, 'msg'), 'w');
+    fs.writeSync(fd, MSG_BODY);
+    fs.fsyncSync(fd);
+    fs.closeSync(fd);
+    fs.renameSync(tmp, path.join(dir, 'que', String(i)));
+    fs.fsyncSync(queFd);
+  };
+  for (let i = 0; i < WARMUP; i++) one(i);
+  const t0 = performance.now();
+  for (let i = WARMUP; i < WARMUP + n; i++) one(i);
+  const rate = n / ((performance.now() - t0) / 1000);
+  fs.closeSync(queFd);
+  return rate;
+}
+
+/** The same with fs.promises, `concurrency` in flight. */
+async function bareCreatesAsync(n: number, concurrency: number): Promise<number> {
+  const dir = makeTemp('bare-async');
+  await fsp.mkdir(path.join(dir, 'prep'));
+  await fsp.mkdir(path.join(dir, 'que'));
+  const que = await fsp.open(path.join(dir, 'que'), 'r');
+  const one = async (i: number): Promise<void> => {
+    const tmp = path.join(dir, 'prep', `_${i}`);
+    await fsp.mkdir(tmp);
+    const fh = await fsp.open(path.join(tmp, 'msg'), 'w');
+    await fh.write(MSG_BODY);
+    await fh.sync();
+    await fh.close();
+    await fsp.rename(tmp, path.join(dir, 'que', String(i)));
+    await que.sync();
+  };
+  await runConcurrent(WARMUP, concurrency, one);
+  const t0 = performance.now();
+  await runConcurrent(n, concurrency, (i) => one(WARMUP + i));
+  const rate = n / ((performance.now() - t0) / 1000);
+  await que.close();
+  return rate;
+}
+
+/** Spawn a script the way the queue does (same stdio shape, own process group) and wait for it. */
+function spawnScript(script: string, cwd: string, logFd: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(script, [], { cwd, stdio: ['ignore', logFd, logFd, 'pipe', 'pipe'], detached: true });
+    (child.stdio[3] as Readable | null)?.resume();
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${script} exited with ${code}`))));
+  });
+}
+
+/** Direct spawns of the no-op script per second, `concurrency` in flight. */
+async function directSpawnRate(n: number, concurrency: number): Promise<number> {
+  const dir = makeTemp(`spawn-${concurrency}`);
+  const script = writeScript(dir, 'noop.sh', NOOP_SCRIPT);
+  const logFd = fs.openSync(path.join(dir, 'stdio.log'), 'a');
+  try {
+    await runConcurrent(50, concurrency, () => spawnScript(script, dir, logFd));
+    const t0 = performance.now();
+    await runConcurrent(n, concurrency, () => spawnScript(script, dir, logFd));
+    return n / ((performance.now() - t0) / 1000);
+  } finally {
+    fs.closeSync(logFd);
+  }
+}
+
+function readStamp(file: string): number {
+  const text = fs.readFileSync(file, 'utf8').trim().replace(',', '.');
+  const sec = Number(text);
+  if (!Number.isFinite(sec) || sec <= 0) throw new Error(`bad start stamp "${text}" in ${file}`);
+  return sec * 1000;
+}
+
+async function waitForFile(file: string, timeoutMs: number): Promise<void> {
+  const until = performance.now() + timeoutMs;
+  while (!fs.existsSync(file)) {
+    if (performance.now() > until) throw new Error(`timed out waiting for ${file}`);
+    await sleep(1);
+  }
+}
+
+// ───────────────────────────── the figures ─────────────────────────────
+
+interface Row {
+  figure: string;
+  measured: string;
+  limit: string;
+  goal: string;
+  verdict: string;
+}
+
+const rows: Row[] = [];
+const notes: string[] = [];
+
+function verdict(ok: boolean): string {
+  return ok ? 'PASS' : 'MISS';
+}
+
+function failedRow(figure: string, e: unknown): void {
+  const message = e instanceof Error ? e.message : String(e);
+  say(`  ERROR in ${figure}: ${message}`);
+  rows.push({ figure, measured: 'ERROR', limit: '-', goal: '-', verdict: 'ERROR' });
+  notes.push(`${figure}: ${message}`);
+}
+
+/** 1. Durable creates over the socket, 1 and 16 clients, vs the bare loop. */
+async function figureCreates(): Promise<void> {
+  say(`\n[1] durable creates (${int(CREATES)} messages per variant, queue paused, fresh root each)`);
+  const bareSeq = bareCreatesSync(CREATES);
+  say(`  bare loop, sequential (sync calls):      ${int(bareSeq)} msg/s`);
+  const q1 = new BenchQueue('create-1', { workers: 0, script: 'noop.sh', paused: true });
+  await q1.start();
+  for (let i = 0; i < WARMUP; i++) await q1.create();
+  let t0 = performance.now();
+  for (let i = 0; i < CREATES; i++) await q1.create();
+  const seq = CREATES / ((performance.now() - t0) / 1000);
+  await q1.stop();
+  say(`  create_message, 1 client:               ${int(seq)} msg/s`);
+
+  const bareCon = await bareCreatesAsync(CREATES, CLIENTS);
+  say(`  bare loop, ${CLIENTS} in flight (fs.promises):   ${int(bareCon)} msg/s`);
+  const q16 = new BenchQueue('create-16', { workers: 0, script: 'noop.sh', paused: true });
+  await q16.start();
+  await q16.fill(WARMUP, CLIENTS);
+  t0 = performance.now();
+  await q16.fill(CREATES, CLIENTS);
+  const con = CREATES / ((performance.now() - t0) / 1000);
+  const c = await q16.counts();
+  await q16.stop();
+  say(`  create_message, ${CLIENTS} clients:             ${int(con)} msg/s (que now ${int(c.que)})`);
+  if (c.que !== CREATES + WARMUP) notes.push(`creates: expected ${CREATES + WARMUP} in que, num_messages says ${c.que}`);
+
+  rows.push({
+    figure: '1. creates, 1 client',
+    measured: `${int(seq)} msg/s (${pct(seq, bareSeq)} of limit)`,
+    limit: `bare loop, sequential: ${int(bareSeq)} msg/s`,
+    goal: '>= 1,500 msg/s',
+    verdict: verdict(seq >= 1_500),
+  });
+  rows.push({
+    figure: `1. creates, ${CLIENTS} clients`,
+    measured: `${int(con)} msg/s (${pct(con, bareCon)} of limit)`,
+    limit: `bare loop, ${CLIENTS}-way: ${int(bareCon)} msg/s`,
+    goal: '>= 4,000 msg/s',
+    verdict: verdict(con >= 4_000),
+  });
+}
+
+/** 2. Processing throughput with 1 and 4 workers, vs direct spawns. */
+async function figureProcessing(): Promise<void> {
+  say(`\n[2] processing throughput (${int(PROCESS_MSGS)} pre-queued messages, no-op script, exec_prefix "")`);
+  for (const workers of [1, 4]) {
+    const direct = await directSpawnRate(PROCESS_MSGS, workers);
+    say(`  direct spawn, ${workers} in flight:                ${int(direct)} msg/s`);
+    const q = new BenchQueue(`process-${workers}`, { workers, script: 'noop.sh', paused: true });
+    await q.start();
+    await q.fill(PROCESS_MSGS, CLIENTS);
+    const before = await q.counts();
+    if (before.que !== PROCESS_MSGS) throw new Error(`expected ${PROCESS_MSGS} waiting, num_messages says ${JSON.stringify(before)}`);
+    const t0 = performance.now();
+    await q.setPaused(false);
+    const after = await q.waitCounts((c) => c.done + c.err >= PROCESS_MSGS, 20);
+    const rate = PROCESS_MSGS / ((performance.now() - t0) / 1000);
+    await q.stop();
+    say(`  queue, ${workers} worker${workers > 1 ? 's' : ' '}:                        ${int(rate)} msg/s`);
+    if (after.err > 0) notes.push(`processing with ${workers} workers: ${after.err} messages went to err`);
+    rows.push({
+      figure: `2. processing, ${workers} worker${workers > 1 ? 's' : ''}`,
+      measured: `${int(rate)} msg/s (${pct(rate, direct)} of limit)`,
+      limit: `direct spawn, ${workers} in flight: ${int(direct)}/s`,
+      goal: workers === 4 ? '>= 95% of limit' : '(info)',
+      verdict: workers === 4 ? verdict(rate >= 0.95 * direct) : '-',
+    });
+  }
+}
+
+/** 3. create_message → script start, one message at a time, vs a bare spawn. */
+async function figureLatency(): Promise<void> {
+  say(`\n[3] commit -> script start latency (${LATENCY_MSGS} messages one at a time, ${LATENCY_WARMUP} warm-up; script stamps bash's $EPOCHREALTIME)`);
+  const dir = makeTemp('latency-spawn');
+  const script = writeScript(dir, 'stamp.sh', STAMP_SCRIPT);
+  const logFd = fs.openSync(path.join(dir, 'stdio.log'), 'a');
+  const bare: number[] = [];
+  try {
+    const clock = calibratedClock();
+    for (let i = 0; i < LATENCY_WARMUP + LATENCY_MSGS; i++) {
+      const sent = clock();
+      await spawnScript(script, dir, logFd);
+      if (i >= LATENCY_WARMUP) bare.push(readStamp(path.join(dir, 'start')) - sent);
+      await sleep(5);
+    }
+  } finally {
+    fs.closeSync(logFd);
+  }
+  bare.sort((a, b) => a - b);
+  say(`  bare spawn -> script start:        p50 ${ms2(percentile(bare, 50))}  p99 ${ms2(percentile(bare, 99))}`);
+
+  const q = new BenchQueue('latency', { workers: 1, script: 'stamp.sh', paused: false });
+  await q.start();
+  const lat: number[] = [];
+  const clock = calibratedClock();
+  for (let i = 0; i < LATENCY_WARMUP + LATENCY_MSGS; i++) {
+    const sent = clock();
+    const id = await q.create();
+    const stamp = path.join(q.layout.msgDir('done', id), 'job', 'start');
+    await waitForFile(stamp, 10_000);
+    if (i >= LATENCY_WARMUP) lat.push(readStamp(stamp) - sent);
+    await sleep(5);
+  }
+  const c = await q.counts();
+  await q.stop();
+  if (c.err > 0) notes.push(`latency: ${c.err} messages went to err`);
+  lat.sort((a, b) => a - b);
+  const p50 = percentile(lat, 50);
+  const p99 = percentile(lat, 99);
+  say(`  create_message -> script start:    p50 ${ms2(p50)}  p99 ${ms2(p99)}  (max ${ms2(lat[lat.length - 1] ?? NaN)})`);
+  rows.push({
+    figure: '3. commit -> start, p50',
+    measured: ms2(p50),
+    limit: `bare spawn p50: ${ms2(percentile(bare, 50))}`,
+    goal: '<= 4 ms',
+    verdict: verdict(p50 <= 4),
+  });
+  rows.push({
+    figure: '3. commit -> start, p99',
+    measured: ms2(p99),
+    limit: `bare spawn p99: ${ms2(percentile(bare, 99))}`,
+    goal: '<= 8 ms',
+    verdict: verdict(p99 <= 8),
+  });
+}
+
+/** Drain windows: un-pause, time DRAIN_WINDOW completions, pause, let the runs finish. */
+async function drainRate(q: BenchQueue, refill: boolean): Promise<number> {
+  let totalMs = 0;
+  for (let rep = 0; rep < DRAIN_REPS; rep++) {
+    if (refill) {
+      await q.fill(DRAIN_WINDOW, CLIENTS);
+      await q.waitCounts((c) => c.que === DRAIN_WINDOW, 10, 30_000);
+    }
+    const c0 = await q.counts();
+    const t0 = performance.now();
+    await q.setPaused(false);
+    await q.waitCounts((c) => c.done + c.err >= c0.done + c0.err + DRAIN_WINDOW, 10);
+    totalMs += performance.now() - t0;
+    await q.setPaused(true);
+    await q.waitCounts((c) => c.run === 0, 10, 30_000);
+  }
+  return (DRAIN_REPS * DRAIN_WINDOW) / (totalMs / 1000);
+}
+
+/** 4. 100,000 waiting: recovery, drain rate, RSS. */
+async function figureBigQueue(): Promise<void> {
+  say(`\n[4] a queue with ${int(BIG_QUEUE)} waiting messages (4 workers, no-op script)`);
+  const big = new BenchQueue('100k', { workers: 4, script: 'noop.sh', paused: true });
+  await big.start();
+  const t0 = performance.now();
+  await big.fill(BIG_QUEUE, CLIENTS, (n) => say(`  filling: ${int(n)} created (${int(n / ((performance.now() - t0) / 1000))} msg/s)`));
+  const fillRate = BIG_QUEUE / ((performance.now() - t0) / 1000);
+  const filled = await big.counts();
+  const rssFilled = rssMb(big.pid);
+  say(`  filled with ${CLIENTS} clients at ${int(fillRate)} msg/s; que = ${int(filled.que)}; RSS ${rssFilled.toFixed(1)} MB`);
+  if (filled.que !== BIG_QUEUE) notes.push(`100k: expected ${BIG_QUEUE} in que, num_messages says ${filled.que}`);
+
+  // (a) recovery: kill -9, cold cache, restart; process start → first entry in run/.
+  await big.kill9();
+  big.setPauseFlag(false);
+  let cold = dropCaches();
+  let t = performance.now();
+  const listed = fs.readdirSync(big.layout.stateDir('que')).length;
+  const listingMs = performance.now() - t;
+  cold = dropCaches() && cold;
+  t = performance.now();
+  spawnSync(process.execPath, ['-e', '0']);
+  const nodeMs = performance.now() - t;
+  cold = dropCaches() && cold;
+  const cache = cold ? 'cold cache' : 'warm cache (drop_caches refused)';
+  say(`  bare listing of que/ (${int(listed)} entries, ${cache}): ${secs(listingMs)}; node -e 0: ${secs(nodeMs)}`);
+  let firstRunAt: number | undefined;
+  const watcher = fs.watch(big.layout.stateDir('run'), () => {
+    firstRunAt ??= performance.now();
+  });
+  let recoveryMs: number;
+  let pingMs: number;
+  try {
+    t = performance.now();
+    await big.start(120_000);
+    pingMs = performance.now() - t;
+    const until = performance.now() + 60_000;
+    while (firstRunAt === undefined) {
+      if (performance.now() > until) throw new Error('no message reached run/ within 60 s of the restart');
+      await sleep(1);
+    }
+    recoveryMs = firstRunAt - t;
+  } finally {
+    watcher.close();
+  }
+  say(`  restart (${cache}): first message in run/ after ${secs(recoveryMs)}; ping answered after ${secs(pingMs)}`);
+  rows.push({
+    figure: `4a. recovery, ${int(BIG_QUEUE / 1000)}k waiting`,
+    measured: `${secs(recoveryMs)} (${cold ? 'cold' : 'warm'})`,
+    limit: `listing ${secs(listingMs)} + node ${secs(nodeMs)}`,
+    goal: '<= 0.8 s',
+    verdict: verdict(recoveryMs <= 800),
+  });
+
+  // (b) drain rate with ~100k waiting, then with 500 waiting, same windows.
+  await big.setPaused(true);
+  await big.waitCounts((c) => c.run === 0, 10, 30_000);
+  const bigRate = await drainRate(big, false);
+  const after = await big.counts();
+  const rssBig = rssMb(big.pid);
+  await big.stop();
+  say(`  drain with ~${int(after.que)} waiting: ${int(bigRate)} msg/s (${DRAIN_REPS} windows of ${DRAIN_WINDOW})`);
+  if (after.err > 0) notes.push(`100k: ${after.err} messages went to err`);
+
+  const small = new BenchQueue('500', { workers: 4, script: 'noop.sh', paused: true });
+  await small.start();
+  const smallRate = await drainRate(small, true);
+  const rssSmall = rssMb(small.pid);
+  await small.stop();
+  say(`  drain with ${DRAIN_WINDOW} waiting:     ${int(smallRate)} msg/s (${DRAIN_REPS} windows of ${DRAIN_WINDOW})`);
+  rows.push({
+    figure: `4b. drain, ${int(BIG_QUEUE / 1000)}k waiting`,
+    measured: `${int(bigRate)} msg/s (${pct(bigRate, smallRate)} of limit)`,
+    limit: `${DRAIN_WINDOW} waiting: ${int(smallRate)} msg/s`,
+    goal: 'within 10%',
+    verdict: verdict(bigRate >= 0.9 * smallRate),
+  });
+
+  // (c) RSS: the larger of "just filled" and "restarted, ~100k waiting, after draining".
+  const rss = Math.max(rssFilled, rssBig);
+  say(`  RSS: ${rssFilled.toFixed(1)} MB filled, ${rssBig.toFixed(1)} MB after restart and drain; queue with 0 waiting: ${rssSmall.toFixed(1)} MB`);
+  rows.push({
+    figure: `4c. RSS, ${int(BIG_QUEUE / 1000)}k waiting`,
+    measured: `${rss.toFixed(1)} MB`,
+    limit: `queue, 0 waiting: ${rssSmall.toFixed(1)} MB`,
+    goal: '<= 150 MB',
+    verdict: verdict(rss <= 150),
+  });
+}
+
+// ───────────────────────────── the run ─────────────────────────────
+
+function machineFacts(): string[] {
+  const cpu = os.cpus()[0]?.model ?? '?';
+  return [
+    `nproc: ${os.availableParallelism()} (${cpu})`,
+    `memory: ${int(os.totalmem() / 2 ** 20)} MB`,
+    `node: ${process.version}, UV_THREADPOOL_SIZE=${process.env['UV_THREADPOOL_SIZE'] ?? '4'}`,
+    `kernel: ${os.type()} ${os.release()}`,
+    `tmpdir: ${os.tmpdir()} on ${fsTypeOf(fs.realpathSync(os.tmpdir()))}`,
+  ];
+}
+
+function printTable(): void {
+  const head: Row = { figure: 'figure', measured: 'measured', limit: 'machine limit (same run)', goal: 'goal', verdict: 'verdict' };
+  const cols = ['figure', 'measured', 'limit', 'goal', 'verdict'] as const;
+  const width = Object.fromEntries(cols.map((k) => [k, Math.max(...[head, ...rows].map((r) => r[k].length))])) as Record<
+    (typeof cols)[number],
+    number
+  >;
+  const line = (r: Row): string => cols.map((k) => r[k].padEnd(width[k])).join(' | ');
+  say(line(head));
+  say(cols.map((k) => '-'.repeat(width[k])).join('-|-'));
+  for (const r of rows) say(line(r));
+}
+
+function removeTempDirs(): void {
+  for (const dir of tempDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+}
+
+function killQueues(): void {
+  for (const q of liveQueues) {
+    try {
+      process.kill(q.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  process.on('SIGINT', () => {
+    killQueues();
+    removeTempDirs();
+    process.exit(130);
+  });
+  say('rq benchmark: each figure next to this machine\'s limit, measured in the same run');
+  for (const fact of machineFacts()) say(`  ${fact}`);
+  if (!fs.existsSync(QUEUE_MAIN)) throw new Error(`${QUEUE_MAIN} is missing: run npm run build`);
+
+  const figures: Array<[string, () => Promise<void>]> = [
+    ['1. creates', figureCreates],
+    ['2. processing', figureProcessing],
+    ['3. latency', figureLatency],
+    ['4. 100k waiting', figureBigQueue],
+  ];
+  try {
+    for (const [name, run] of figures) {
+      try {
+        await run();
+      } catch (e) {
+        failedRow(name, e);
+      }
+    }
+  } finally {
+    for (const q of [...liveQueues]) await q.stop();
+    const t = performance.now();
+    const n = tempDirs.length;
+    removeTempDirs();
+    say(`\ncleanup: removed ${n} temp roots in ${secs(performance.now() - t)}`);
+  }
+
+  say(`\nrq benchmark results (${secs(performance.now() - started)} in all)`);
+  for (const fact of machineFacts()) say(`  ${fact}`);
+  say('');
+  printTable();
+  for (const q of allQueues) {
+    if (q.complaints.length === 0) continue;
+    notes.push(`queue "${q.label}" logged ${q.complaints.length} line(s) at warn or worse; first: ${q.complaints[0]}`);
+  }
+  if (QUICK) notes.push('--quick: a smoke run at a tenth of the sizes; the figures are not the benchmark');
+  if (notes.length > 0) {
+    say('\nnotes:');
+    for (const n of notes) say(`  - ${n}`);
+  }
+}
+
+if (process.env['UV_THREADPOOL_SIZE'] === THREADPOOL) {
+  await main();
+} else {
+  // Re-run with the queue process's thread pool size, so the fs.promises baseline is fair.
+  const r = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, UV_THREADPOOL_SIZE: THREADPOOL },
+  });
+  process.exit(r.status ?? 1);
+}
