@@ -3,6 +3,7 @@
  * process, each fixture a worker that behaves or misbehaves in one way, and the state and
  * status text RQ's users see afterwards.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -197,5 +198,39 @@ describe('dup', () => {
     const status = await t.waitState('src', self, 'done');
     expect(status).toMatch(/^done - ok http:\/\/127\.0\.0\.1:3333\/q\/src\//);
     await t.waitState('src', shortId(status.slice('done - ok '.length)), 'done');
+  });
+});
+
+describe('destroy', () => {
+  it('TERMs a running worker; the run ends as an improper exit in err', async () => {
+    t.addQueue({ name: 'w', script: 'hang.sh' });
+    await t.start('w');
+    const id = await t.send('w', {});
+    await waitFor(() => fs.existsSync(path.join(t.queueDir('w'), 'run', id, 'pid')));
+    expect(await t.rpc('w', 'destroy_message', { msg_id: id })).toEqual(['ok', 'msg destroyed']);
+    expect(await t.waitState('w', id, 'err')).toMatch(/^err - PROCESS EXITED IMPROPERLY - MOVING TO ERR - Completion was  but exit status was pid \d+ SIGTERM \(signal 15\)$/);
+    expect(await t.rpc('w', 'destroy_message', { msg_id: id })).toEqual(['fail', 'msg not found']);
+    expect(fs.existsSync(path.join(t.queueDir('w'), 'err', id, 'pid'))).toBe(false);
+  });
+});
+
+describe('attachments across filesystems', () => {
+  it('copies a file it cannot hard-link (EXDEV), keeping its content and md5', async () => {
+    t.addQueue({ name: 'w', num_workers: 0 });
+    await t.start('w');
+    const file = path.join('/dev/shm', `rq-test-${process.pid}-${Date.now()}.txt`);
+    fs.writeFileSync(file, 'from another filesystem');
+    try {
+      const [, full] = (await t.rpc('w', 'prep_message', { dest: 'w' })) as [string, string];
+      const id = shortId(full);
+      const reply = (await t.rpc('w', 'attach_message', { msg_id: id, pathname: file, name: 'far.txt' })) as [string, string];
+      const md5 = crypto.createHash('md5').update('from another filesystem').digest('hex');
+      expect(reply).toEqual(['ok', `${md5}-Attached successfully`]);
+      const copy = path.join(t.queueDir('w'), 'prep', id, 'attach', 'far.txt');
+      expect(fs.readFileSync(copy, 'utf8')).toBe('from another filesystem');
+      expect(fs.statSync(copy).ino).not.toBe(fs.statSync(file).ino);
+    } finally {
+      fs.rmSync(file, { force: true });
+    }
   });
 });
