@@ -11,8 +11,8 @@
  * 100,000 `msg` files takes.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { PARAM_KEYS, dueMs, type Message } from '../domain/message.js';
+import { writeFileDurably } from './atomic.js';
 
 /** What the scheduler needs of a waiting message, without reading its `msg`. */
 export interface QueEntry {
@@ -64,27 +64,17 @@ export function readIndex(file: string): Map<string, QueEntry> {
 
 /** Replace the journal with exactly these entries, durably. */
 export function writeIndex(file: string, entries: Iterable<QueEntry>): void {
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.tmp`);
-  const fd = fs.openSync(tmp, 'w');
-  try {
-    let chunk = '';
-    for (const e of entries) {
-      chunk += journalLine(e);
-      if (chunk.length > 1 << 20) {
-        fs.writeSync(fd, chunk);
-        chunk = '';
-      }
+  writeFileDurably(file, chunked(entries));
+}
+
+function* chunked(entries: Iterable<QueEntry>): Iterable<string> {
+  let chunk = '';
+  for (const e of entries) {
+    chunk += journalLine(e);
+    if (chunk.length > 1 << 20) {
+      yield chunk;
+      chunk = '';
     }
-    fs.writeSync(fd, chunk);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
   }
-  fs.renameSync(tmp, file);
-  const dfd = fs.openSync(path.dirname(file), 'r');
-  try {
-    fs.fsyncSync(dfd);
-  } finally {
-    fs.closeSync(dfd);
-  }
+  yield chunk;
 }

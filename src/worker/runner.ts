@@ -59,13 +59,15 @@ export function localTimestamp(at: Date): string {
 }
 
 /**
- * The start time of a process in clock ticks since boot (`/proc/<pid>/stat` field 22),
- * which tells a live worker from a later process that reused its pid.
+ * The start time of a live process in clock ticks since boot (`/proc/<pid>/stat` field
+ * 22), which tells a live worker from a later process that reused its pid. A zombie (an
+ * exited process nobody has reaped yet) counts as gone.
  */
 export function processStartTicks(pid: number): string | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[0] === 'Z' ? undefined : fields[19];
   } catch {
     return undefined;
   }

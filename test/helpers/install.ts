@@ -3,7 +3,8 @@
  * framing. Each test gets its own root under os.tmpdir(); it is removed when the test
  * passes and kept (its path printed) when it fails, so the evidence stays.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -39,6 +40,28 @@ export class TestRoot {
       JSON.stringify({ env: 'test', host: '127.0.0.1', port: '3333', addr: '127.0.0.1', tmpdir: os.tmpdir(), allow_new_queue: true }),
     );
     fs.symlinkSync(FIXTURES, path.join(this.root, 'scripts'));
+  }
+
+  /** Use a free port on 127.0.0.1 for the web process; returns it. */
+  async usePort(): Promise<number> {
+    const port = await freePort();
+    const file = path.join(this.root, 'config/config.json');
+    fs.writeFileSync(file, JSON.stringify({ ...(JSON.parse(fs.readFileSync(file, 'utf8')) as object), port: String(port) }));
+    return port;
+  }
+
+  /** Run one of the repository's bin/ commands against this root. */
+  bin(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+    return runBin(command, args, { RQ_ROOT: this.root, RQ_FATAL_DELAY_MS: '0', RQ_RESTART_BACKOFF_MS: '5', ...env });
+  }
+
+  /** The pid in a pid file, or undefined. */
+  pidIn(relPath: string): number | undefined {
+    try {
+      return Number.parseInt(fs.readFileSync(path.join(this.root, relPath), 'utf8'), 10);
+    } catch {
+      return undefined;
+    }
   }
 
   queueDir(name: string): string {
@@ -121,6 +144,8 @@ export class TestRoot {
   }
 
   async cleanup(passed: boolean): Promise<void> {
+    const mgr = this.pidIn('config/queuemgr.pid');
+    if (mgr !== undefined && pidAlive(mgr)) await this.bin('rq-mgr', ['stop']);
     for (const child of this.procs.values()) {
       if (child.exitCode === null && child.signalCode === null) {
         const gone = new Promise((r) => child.once('exit', r));
@@ -146,10 +171,16 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs 
   }
 }
 
+/** Whether a process is alive; an unreaped zombie is not. */
 export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
+  } catch {
+    return false;
+  }
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
   } catch {
     return false;
   }
@@ -174,4 +205,32 @@ export function useTestRoot(): () => TestRoot {
     if (!current) throw new Error('useTestRoot: no test is running');
     return current;
   };
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run `bin/<command>` with extra environment; never rejects. */
+export function runBin(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = REPO): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(path.join(REPO, 'bin', command), args, { cwd, env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A port that was free on 127.0.0.1 a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
 }

@@ -1,0 +1,411 @@
+/**
+ * rq-mgr, the supervisor (spec/rq.md §4.2, §5.3): one queue process per queue directory
+ * and one web process, each restarted with backoff when it dies, and the RPC on
+ * `config/queuemgr.sock` that creates, deletes, pauses, resumes, downs, ups and restarts
+ * queues.
+ *
+ * Children get an IPC channel and their own process group: they exit when the channel
+ * closes (rq-mgr gone, even by kill -9), and a Ctrl-C at rq-mgr's terminal reaches only
+ * rq-mgr, which then stops them in order. Their stdout and stderr come back to rq-mgr
+ * line by line and go to the one log destination, so a logrotate reopen (SIGUSR1) is
+ * handled in one place. Workers (the queues' scripts) are never signalled here.
+ *
+ * The supervisor never touches messages; it writes only queue directories, queue
+ * configs and the admin flag files.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { coerceError } from '../domain/errors.js';
+import { isPlainObject } from '../domain/message.js';
+import { isValidQueueName } from '../domain/names.js';
+import { normaliseQueueConfig, serialiseQueueConfig } from '../domain/queue-config.js';
+import { rubyToI } from '../domain/ruby.js';
+import { createRpcServer, rpcCall } from '../client/rpc.js';
+import type { Logger } from '../lib/logger.js';
+import { PACKAGE_ROOT } from '../lib/install-root.js';
+import { writeFileDurably } from '../store/atomic.js';
+import { ensureQueueDirs, queueLayout, type RootLayout } from '../store/layout.js';
+import { RQ_VERSION } from '../queue/queue-engine.js';
+
+const QUEUE_MAIN = path.join(PACKAGE_ROOT, 'dist/src/queue/queue-main.js');
+const WEB_MAIN = path.join(PACKAGE_ROOT, 'dist/src/web/web-main.js');
+
+/** RQ gives up on a queue after this many unexpected deaths (the counter never decays). */
+export const MAX_RESTARTS = 10;
+/**
+ * Backoff before restart number n: base × 2^(n-1), at most 50 × base (5 s for the
+ * default base of 100 ms; `RQ_RESTART_BACKOFF_MS` sets the base, and the tests make it small).
+ */
+export function restartDelayMs(n: number, baseMs = Number(process.env['RQ_RESTART_BACKOFF_MS'] ?? 100)): number {
+  return Math.min(baseMs * 2 ** Math.max(n - 1, 0), 50 * baseMs);
+}
+
+type Mark = 'RUNNING' | 'SHUTDOWN' | 'DELETE' | 'ERROR';
+
+interface QueueProc {
+  name: string;
+  mark: Mark;
+  child: ChildProcess | undefined;
+  restarts: number;
+  exited?: Promise<void>;
+}
+
+export interface SupervisorOptions {
+  root: RootLayout;
+  log: Logger;
+  /** Where children's log lines go (the same place as rq-mgr's own). */
+  writeLine: (line: string) => void;
+  /** Environment for every child (RQ_ENV, TMPDIR set from config.json). */
+  env: NodeJS.ProcessEnv;
+}
+
+export class Supervisor {
+  private readonly o: SupervisorOptions;
+  private readonly queues = new Map<string, QueueProc>();
+  private web: { child: ChildProcess | undefined; restarts: number; stopping: boolean } = { child: undefined, restarts: 0, stopping: false };
+  private readonly startedAt = Date.now();
+  private server = createRpcServer(async (command, argument) => JSON.stringify(await this.command(command, argument)));
+  private shuttingDown: Promise<void> | undefined;
+
+  constructor(o: SupervisorOptions) {
+    this.o = o;
+  }
+
+  get pidFile(): string {
+    return path.join(this.o.root.configDir, 'queuemgr.pid');
+  }
+
+  get socket(): string {
+    return path.join(this.o.root.configDir, 'queuemgr.sock');
+  }
+
+  /**
+   * §4.2 start-up: pid file, one process per queue directory, the web process, then the
+   * socket. The socket opens last, so `rq-mgr start` (which waits for it) returns only
+   * when the queues answer and the web listens.
+   */
+  async start(): Promise<void> {
+    fs.writeFileSync(this.pidFile, `${process.pid}\n`);
+    await Promise.all(this.discover().map((name) => this.startQueue(name)));
+    await this.startWeb();
+    fs.rmSync(this.socket, { force: true });
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.socket, resolve);
+    });
+    this.o.log.info({ queues: [...this.queues.keys()] }, 'rq-mgr started');
+  }
+
+  /** Queue directories worth a process: a valid name and a readable config.json. */
+  private discover(): string[] {
+    let names: string[];
+    try {
+      names = fs.readdirSync(this.o.root.queuesDir).sort();
+    } catch {
+      return [];
+    }
+    return names.filter((n) => isValidQueueName(n) && isReadable(path.join(this.o.root.queuesDir, n, 'config.json')));
+  }
+
+  private spawnChild(entry: string, args: string[], tag: Record<string, unknown>): ChildProcess {
+    const child = spawn(process.execPath, [entry, ...args], {
+      cwd: this.o.root.root,
+      env: { ...this.o.env, RQ_ROOT: this.o.root.root },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      detached: true,
+    });
+    for (const stream of [child.stdout!, child.stderr!]) {
+      createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
+        // pino lines pass through; anything else (a crash trace) is wrapped as JSON.
+        this.o.writeLine(line.startsWith('{') ? line : JSON.stringify({ level: 50, time: Date.now(), ...tag, pid: child.pid, msg: line }));
+      });
+    }
+    return child;
+  }
+
+  /** Spawn a queue process and wait up to 1 s for it to answer ping (§4.2). */
+  private async startQueue(name: string, proc?: QueueProc): Promise<void> {
+    const p: QueueProc = proc ?? { name, mark: 'RUNNING', child: undefined, restarts: 0 };
+    p.mark = 'RUNNING';
+    this.queues.set(name, p);
+    const child = this.spawnChild(QUEUE_MAIN, [name], { queue: name });
+    p.child = child;
+    p.exited = new Promise((resolve) => child.once('exit', (code, signal) => {
+      this.onQueueExit(p, child, code, signal);
+      resolve();
+    }));
+    child.on('error', (e) => this.o.log.error({ queue: name, err: e.message }, 'cannot spawn queue process'));
+    const sock = queueLayout(this.o.root, name).socket;
+    for (let i = 0; i < 20 && p.child === child && child.exitCode === null; i++) {
+      if ((await rpcCall(sock, 'ping', '', 1000)) !== null) return;
+      await sleep(50);
+    }
+  }
+
+  private onQueueExit(p: QueueProc, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (p.child !== child) return;
+    p.child = undefined;
+    this.handleGone(p, code, signal);
+  }
+
+  /** A queue process is gone: act on its mark (§4.2). */
+  private handleGone(p: QueueProc, code: number | null, signal: NodeJS.Signals | null): void {
+    const { log } = this.o;
+    switch (p.mark) {
+      case 'RUNNING': {
+        p.restarts++;
+        if (p.restarts > MAX_RESTARTS) {
+          p.mark = 'ERROR';
+          log.error({ queue: p.name }, `FAILED [ ${p.name} - too many restarts. Not restarting ]`);
+          return;
+        }
+        const delay = restartDelayMs(p.restarts);
+        log.warn({ queue: p.name, code, signal, restarts: p.restarts, delay_ms: delay }, 'queue process died; restarting');
+        setTimeout(() => {
+          if (p.mark === 'RUNNING' && !p.child && !this.shuttingDown) void this.startQueue(p.name, p);
+        }, delay);
+        return;
+      }
+      case 'DELETE': {
+        const dir = path.join(this.o.root.queuesDir, p.name);
+        try {
+          const ino = fs.statSync(dir).ino;
+          fs.renameSync(dir, `${dir}.deleted.${ino}`);
+          log.info({ queue: p.name, to: `${p.name}.deleted.${ino}` }, 'queue deleted');
+        } catch (e) {
+          log.error({ queue: p.name, err: coerceError(e).message }, 'cannot rename deleted queue');
+        }
+        this.queues.delete(p.name);
+        break;
+      }
+      case 'SHUTDOWN':
+        this.queues.delete(p.name);
+        break;
+      case 'ERROR':
+        break;
+    }
+  }
+
+  /** Spawn the web process; resolves when it says it listens (or is gone, or after 5 s). */
+  private startWeb(): Promise<void> {
+    if (this.shuttingDown) return Promise.resolve();
+    const child = this.spawnChild(WEB_MAIN, [], { component: 'web' });
+    this.web.child = child;
+    const ready = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 5_000);
+      const done = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      child.once('message', done);
+      child.once('exit', done);
+    });
+    child.once('exit', (code, signal) => {
+      if (this.web.child !== child) return;
+      this.web.child = undefined;
+      if (this.web.stopping || this.shuttingDown) return;
+      this.web.restarts++;
+      const delay = restartDelayMs(this.web.restarts);
+      this.o.log.error({ component: 'web', code, signal, delay_ms: delay }, 'web process died; restarting');
+      setTimeout(() => void this.startWeb(), delay);
+    });
+    return ready;
+  }
+
+  /** TERM every queue, wait for them, then the web process; remove pid file and socket. */
+  shutdown(): Promise<void> {
+    this.shuttingDown ??= (async () => {
+      this.o.log.info('rq-mgr shutting down');
+      const waits: Array<Promise<void>> = [];
+      for (const p of this.queues.values()) {
+        if (p.mark === 'ERROR' || !p.child) continue;
+        p.mark = 'SHUTDOWN';
+        p.child.kill('SIGTERM');
+        if (p.exited) waits.push(p.exited);
+      }
+      await Promise.all(waits);
+      const web = this.web.child;
+      if (web && web.exitCode === null) {
+        this.web.stopping = true;
+        const gone = new Promise((r) => web.once('exit', r));
+        web.kill('SIGTERM');
+        await gone;
+      }
+      await new Promise<void>((resolve) => this.server.close(() => resolve()));
+      fs.rmSync(this.socket, { force: true });
+      fs.rmSync(this.pidFile, { force: true });
+      this.o.log.info('rq-mgr stopped');
+    })();
+    return this.shuttingDown;
+  }
+
+  /** SIGHUP (§4.2): reload configs of live queues, stop vanished ones, start new ones. */
+  reload(): void {
+    for (const p of this.queues.values()) {
+      if (!p.child) continue;
+      if (isReadable(path.join(this.o.root.queuesDir, p.name, 'config.json'))) p.child.kill('SIGHUP');
+      else {
+        p.mark = 'SHUTDOWN';
+        p.child.kill('SIGTERM');
+      }
+    }
+    for (const name of this.discover()) if (!this.queues.has(name)) void this.startQueue(name);
+  }
+
+  // ───────────────────────────── RPC (§5.3) ─────────────────────────────
+
+  private async command(command: string, argument: string): Promise<unknown> {
+    try {
+      switch (command) {
+        case 'ping':
+          return ['pong'];
+        case 'environment':
+          return [this.o.env['RQ_ENV'] ?? null];
+        case 'version':
+          return [RQ_VERSION];
+        case 'uptime':
+          return [Math.floor((Date.now() - this.startedAt) / 1000)];
+        case 'queues':
+          return [...this.queues.keys()];
+        case 'pause_queue':
+        case 'resume_queue':
+        case 'down_queue':
+        case 'up_queue':
+          return this.adminFlag(command, argument);
+        case 'restart_queue':
+          return await this.restartQueue(argument);
+        case 'create_queue':
+          return await this.createQueue(argument);
+        case 'create_queue_link':
+          return await this.createQueueLink(argument);
+        case 'delete_queue':
+          return this.deleteQueue(argument);
+        default:
+          return ['error'];
+      }
+    } catch (e) {
+      this.o.log.error({ command, err: coerceError(e).stack }, 'rq-mgr command failed');
+      return ['fail', coerceError(e).message];
+    }
+  }
+
+  private adminFlag(command: string, name: string): unknown {
+    if (!isValidQueueName(name) || !this.queues.has(name)) return ['fail', 'invalid queue name'];
+    const q = queueLayout(this.o.root, name);
+    try {
+      if (command === 'down_queue') fs.writeFileSync(q.downFlag, '');
+      else if (command === 'up_queue') fs.rmSync(q.downFlag, { force: true });
+      else if (command === 'pause_queue') fs.writeFileSync(q.pauseFlag, '');
+      else fs.rmSync(q.pauseFlag, { force: true });
+    } catch {
+      return ['fail', 'not allowed to up'];
+    }
+    return ['ok', name];
+  }
+
+  private async restartQueue(name: string): Promise<unknown> {
+    const p = this.queues.get(name);
+    if (!isValidQueueName(name) || !p) return ['fail', 'no such queue'];
+    if (p.child) {
+      const exited = p.exited;
+      p.mark = 'SHUTDOWN';
+      p.child.kill('SIGTERM');
+      await exited;
+    }
+    p.restarts = 0;
+    await this.startQueue(name, p);
+    this.o.log.info({ queue: name }, 'queue restarted');
+    return ['ok', name];
+  }
+
+  private async createQueue(argument: string): Promise<unknown> {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(argument);
+    } catch {
+      return ['fail', 'queue not created'];
+    }
+    if (!isPlainObject(raw)) return ['fail', 'queue not created'];
+    const name = raw['name'];
+    if (typeof name === 'string' && (this.queues.has(name) || (isValidQueueName(name) && fs.existsSync(path.join(this.o.root.queuesDir, name))))) {
+      return ['fail', 'already created'];
+    }
+    if (!isValidQueueName(name)) return ['fail', 'queue name has invalid characters'];
+    const config = normaliseQueueConfig(raw);
+    const q = queueLayout(this.o.root, name);
+    try {
+      ensureQueueDirs(q);
+      writeFileDurably(q.configFile, serialiseQueueConfig(config));
+    } catch (e) {
+      this.o.log.error({ queue: name, err: coerceError(e).message }, 'queue not created');
+      return ['fail', 'queue not created'];
+    }
+    await this.startQueue(name);
+    this.o.log.info({ queue: name }, 'queue created');
+    return ['success', 'queue created - awesome'];
+  }
+
+  /** create_queue_link: validate the file in RQ's order (§1.5), then link config.json to it. */
+  private async createQueueLink(argument: string): Promise<unknown> {
+    const file = path.resolve(this.o.root.root, argument);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(fs.readFileSync(file, 'utf8'));
+    } catch (e) {
+      return ['fail', `could not read queue config [ ${argument} ]: ${coerceError(e).message}`];
+    }
+    if (!isPlainObject(raw)) return ['fail', `could not read queue config [ ${argument} ]: not a JSON object`];
+    const fail = validateLinkedConfig(raw);
+    if (fail) return ['fail', fail];
+    const name = raw['name'] as string;
+    if (this.queues.has(name) || (isValidQueueName(name) && fs.existsSync(path.join(this.o.root.queuesDir, name)))) {
+      return ['fail', 'queue is already running'];
+    }
+    if (!isValidQueueName(name)) return ['fail', 'queue name has invalid characters'];
+    const q = queueLayout(this.o.root, name);
+    ensureQueueDirs(q);
+    fs.symlinkSync(fs.realpathSync(file), q.configFile);
+    await this.startQueue(name);
+    this.o.log.info({ queue: name, config: file }, 'queue created by link');
+    return ['success', 'queue created - awesome'];
+  }
+
+  private deleteQueue(name: string): unknown {
+    const p = this.queues.get(name);
+    if (!isValidQueueName(name) || !p) return ['fail', 'no such queue'];
+    p.mark = 'DELETE';
+    if (p.child) p.child.kill('SIGTERM');
+    else this.handleGone(p, null, null);
+    return ['ok', 'started deleting queue'];
+  }
+}
+
+/** The checks of a config given by link, in RQ's order (§1.5); undefined when valid. */
+export function validateLinkedConfig(raw: Record<string, unknown>): string | undefined {
+  const size = (v: unknown): number => (typeof v === 'string' || Array.isArray(v) ? v.length : isPlainObject(v) ? Object.keys(v).length : 0);
+  if (!('name' in raw)) return 'json config is missing name field';
+  if (size(raw['name']) < 1 || size(raw['name']) > 128) return 'json config has invalid name (size)';
+  if (typeof raw['name'] !== 'string') return 'json config has invalid name (not String)';
+  if (!('num_workers' in raw)) return 'json config is missing num_workers field';
+  const n = rubyToI(raw['num_workers']);
+  if (n < 1 || n > 128) return 'json config has invalid num_workers field (out of range 1..128)';
+  if (!('script' in raw)) return 'json config is missing script field';
+  if (size(raw['script']) < 1 || size(raw['script']) > 1024) return 'json config has invalid script (size)';
+  if (typeof raw['script'] !== 'string') return 'json config has invalid script (not String)';
+  return undefined;
+}
+
+function isReadable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,40 @@
+/**
+ * The web process: `node dist/src/web/web-main.js`, started by rq-mgr. It listens on the
+ * config's `addr:port` and exits when rq-mgr goes away (its IPC channel closes) or on TERM.
+ */
+import fs from 'node:fs';
+import { coerceError } from '../domain/errors.js';
+import { parseMainConfig } from '../domain/main-config.js';
+import { installRoot } from '../lib/install-root.js';
+import { createLogger } from '../lib/logger.js';
+import { rootLayout } from '../store/layout.js';
+import { createApp } from './app.js';
+
+const root = rootLayout(installRoot());
+process.chdir(root.root);
+process.title = '[rq-web]';
+const log = createLogger({ component: 'web' });
+
+function exit(code: number): never {
+  log.flush();
+  process.exit(code);
+}
+
+let config;
+try {
+  config = parseMainConfig(fs.readFileSync(root.mainConfig, 'utf8'));
+} catch (e) {
+  log.fatal({ err: coerceError(e).message }, 'Bad config file. Exiting');
+  exit(1);
+}
+const port = Number(config.port);
+const server = createApp({ root, config }).listen(port, config.addr, () => {
+  log.info({ addr: config.addr, port }, `web listening on http://${config.addr}:${port}${config.relativeRoot}`);
+  process.send?.({ type: 'listening' });
+});
+server.on('error', (e) => {
+  log.fatal({ err: e.message }, 'web cannot listen');
+  exit(1);
+});
+process.on('SIGTERM', () => server.close(() => exit(0)));
+if (process.channel) process.on('disconnect', () => exit(0));

@@ -1,0 +1,190 @@
+/**
+ * rq-mgr, the supervisor (spec/rq.md §4.2, §5.3, §6.3): the real `bin/rq-mgr` on a temp
+ * install root, its socket commands with RQ's exact replies, restarts of dead queue
+ * processes, clean stops, stale pid files, and config errors with RQ's messages.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { rpcCall } from '../../src/client/rpc.js';
+import { TestRoot, pidAlive, useTestRoot, waitFor } from '../helpers/install.js';
+
+const root = useTestRoot();
+let t: TestRoot;
+beforeEach(() => {
+  t = root();
+});
+
+const mgr = (command: string, arg = ''): Promise<unknown> => rpcCall(path.join(t.root, 'config/queuemgr.sock'), command, arg);
+
+async function startMgr(): Promise<void> {
+  await t.usePort();
+  const r = await t.bin('rq-mgr', ['start']);
+  expect(r.stdout).toMatch(/^queuemgr: process with pid \d+ started\.\n$/);
+  expect(r.code).toBe(0);
+}
+
+describe('rq-mgr start, status, stop', () => {
+  it('starts the queues and the web, says so twice, and stops everything cleanly', async () => {
+    t.addQueue({ name: 'q1', script: 'done.sh' });
+    const port = await t.usePort();
+    expect((await t.bin('rq-mgr', ['start'])).code).toBe(0);
+    const pid = t.pidIn('config/queuemgr.pid')!;
+    const web = await fetch(`http://127.0.0.1:${port}/`);
+    expect(await web.text()).toMatch(/QUEUEMGR:.*OPERATIONAL/);
+    expect(await t.rpc('q1', 'ping', '')).toEqual(['pong']);
+    expect(await t.bin('rq-mgr', ['start'])).toMatchObject({ code: 0, stdout: 'ERROR: there is already one or more instance(s) of the program running\n' });
+    expect(await t.bin('rq-mgr', ['status'])).toMatchObject({ code: 0, stdout: `queuemgr: running [pid ${pid}]\n` });
+    const queuePid = t.pidIn('queues/q1/queue.pid')!;
+    const stop = await t.bin('rq-mgr', ['stop']);
+    expect(stop).toMatchObject({ code: 0, stdout: `queuemgr: trying to stop process with pid ${pid}...\nqueuemgr: process with pid ${pid} successfully stopped.\n` });
+    expect(pidAlive(pid)).toBe(false);
+    await waitFor(() => !pidAlive(queuePid), 2000, 'the queue process to stop');
+    expect(fs.existsSync(path.join(t.root, 'config/queuemgr.pid'))).toBe(false);
+    expect(fs.existsSync(path.join(t.root, 'config/queuemgr.sock'))).toBe(false);
+    expect(await t.bin('rq-mgr', ['status'])).toMatchObject({ code: 3, stderr: 'queuemgr: no instances running\n' });
+    expect(await t.bin('rq-mgr', ['stop'])).toMatchObject({ code: 0, stdout: '' });
+  });
+
+  it('replaces a stale pid file, even one naming a live process that is not rq-mgr', async () => {
+    fs.writeFileSync(path.join(t.root, 'config/queuemgr.pid'), `${process.pid}\n`);
+    expect(await t.bin('rq-mgr', ['status'])).toMatchObject({ code: 3 });
+    await startMgr();
+    expect(t.pidIn('config/queuemgr.pid')).not.toBe(process.pid);
+  });
+
+  it('keeps waiting messages across stop and start', async () => {
+    t.addQueue({ name: 'q1', script: 'done.sh' });
+    await startMgr();
+    fs.writeFileSync(path.join(t.root, 'config/q1.pause'), '');
+    const ids = [await t.send('q1', {}), await t.send('q1', {})];
+    await t.bin('rq-mgr', ['stop']);
+    fs.rmSync(path.join(t.root, 'config/q1.pause'));
+    await startMgr();
+    for (const id of ids) await t.waitState('q1', id, 'done');
+  });
+
+  it('refuses a missing, non-JSON or bad-tmpdir config.json with RQ’s messages', async () => {
+    fs.writeFileSync(path.join(t.root, 'config/config.json'), '{nope');
+    expect(await t.bin('rq-mgr', ['start'])).toMatchObject({ code: 1, stderr: 'Bad config file. Exiting\n' });
+    fs.rmSync(path.join(t.root, 'config/config.json'));
+    expect(await t.bin('rq-mgr', ['start'])).toMatchObject({ code: 1, stderr: 'Bad config file. Exiting\n' });
+    fs.writeFileSync(path.join(t.root, 'config/config.json'), JSON.stringify({ port: '1', tmpdir: '/no/such/dir' }));
+    expect(await t.bin('rq-mgr', ['start'])).toMatchObject({ code: 1, stderr: "Bad 'tmpdir' in config json [/no/such/dir]. Exiting\n" });
+    expect(await t.bin('rq-mgr', ['status'])).toMatchObject({ code: 3 });
+  });
+});
+
+describe('supervision', () => {
+  it('restarts a queue process killed with -9, and nothing is lost', async () => {
+    t.addQueue({ name: 'q1', script: 'sleep.sh' });
+    await startMgr();
+    const ids = [await t.send('q1', { param2: '0.2' }), await t.send('q1', { param2: '0.2' }), await t.send('q1', { param2: '0.2' })];
+    const before = t.pidIn('queues/q1/queue.pid')!;
+    process.kill(before, 'SIGKILL');
+    await waitFor(() => (t.pidIn('queues/q1/queue.pid') ?? before) !== before, 5000, 'a new queue process');
+    for (const id of ids) await t.waitState('q1', id, 'done');
+  });
+
+  it('gives up after 10 restarts and keeps the queue listed; restart_queue revives it', async () => {
+    t.addQueue({ name: 'bad', script: 'done.sh' });
+    await startMgr();
+    // A broken config makes every restart die at once.
+    fs.writeFileSync(path.join(t.queueDir('bad'), 'config.json'), '{broken');
+    process.kill(t.pidIn('queues/bad/queue.pid')!, 'SIGKILL');
+    await waitFor(() => fs.readFileSync(path.join(t.root, 'log/rq.log'), 'utf8').includes('FAILED [ bad - too many restarts. Not restarting ]'), 10_000, 'the restart limit');
+    expect(await mgr('queues')).toEqual(['bad']);
+    fs.writeFileSync(path.join(t.queueDir('bad'), 'config.json'), JSON.stringify({ name: 'bad', script: './scripts/done.sh', num_workers: 1, exec_prefix: '' }));
+    expect(await mgr('restart_queue', 'bad')).toEqual(['ok', 'bad']);
+    expect(await t.rpc('bad', 'ping', '')).toEqual(['pong']);
+  });
+
+  it('queue and web processes exit when rq-mgr is killed with -9', async () => {
+    t.addQueue({ name: 'q1', script: 'done.sh' });
+    await startMgr();
+    const queuePid = t.pidIn('queues/q1/queue.pid')!;
+    process.kill(t.pidIn('config/queuemgr.pid')!, 'SIGKILL');
+    await waitFor(() => !pidAlive(queuePid), 5000, 'the orphaned queue process to exit');
+    expect(await t.bin('rq-mgr', ['status'])).toMatchObject({ code: 3 });
+    await startMgr();
+  });
+});
+
+describe('rq-mgr commands', () => {
+  it('answers ping, version, environment, uptime and queues', async () => {
+    t.addQueue({ name: 'b', script: 'done.sh' });
+    t.addQueue({ name: 'a', script: 'done.sh' });
+    await startMgr();
+    expect(await mgr('ping')).toEqual(['pong']);
+    expect(await mgr('version')).toEqual(['1.18.3']);
+    expect(await mgr('environment')).toEqual(['test']);
+    expect(((await mgr('uptime')) as [number])[0]).toBeGreaterThanOrEqual(0);
+    expect(await mgr('queues')).toEqual(['a', 'b']);
+    expect(await mgr('bogus')).toEqual(['error']);
+  });
+
+  it('creates queues, refusing bad names and duplicates', async () => {
+    await startMgr();
+    const spec = (name: string): string => JSON.stringify({ name, script: './scripts/done.sh', num_workers: '1', exec_prefix: '', coalesce_params: ['1'] });
+    expect(await mgr('create_queue', spec('fresh'))).toEqual(['success', 'queue created - awesome']);
+    expect(fs.readFileSync(path.join(t.queueDir('fresh'), 'config.json'), 'utf8')).toBe(
+      '{"name":"fresh","script":"./scripts/done.sh","num_workers":1,"exec_prefix":"","env_vars":{},"coalesce_params":[1],"blocking_params":[],"schedule":[]}',
+    );
+    expect(await t.rpc('fresh', 'ping', '')).toEqual(['pong']);
+    expect(await mgr('create_queue', spec('fresh'))).toEqual(['fail', 'already created']);
+    for (const bad of ['bad que test', 'bad.que.test', 'bad/que/test', '../escape', '']) {
+      expect(await mgr('create_queue', spec(bad))).toEqual(['fail', 'queue name has invalid characters']);
+    }
+    expect(fs.readdirSync(path.join(t.root, 'queues'))).toEqual(['fresh']);
+    expect(await mgr('create_queue', 'not json')).toEqual(['fail', 'queue not created']);
+  });
+
+  it('creates a queue by link, validating the file in RQ’s order', async () => {
+    await startMgr();
+    const write = (file: string, value: unknown): string => {
+      fs.writeFileSync(path.join(t.root, file), typeof value === 'string' ? value : JSON.stringify(value));
+      return file;
+    };
+    expect(await mgr('create_queue_link', write('x.json', '{'))).toEqual(['fail', expect.stringMatching(/^could not read queue config \[ x\.json \]: /)]);
+    expect(await mgr('create_queue_link', write('x.json', { num_workers: 1 }))).toEqual(['fail', 'json config is missing name field']);
+    expect(await mgr('create_queue_link', write('x.json', { name: '' }))).toEqual(['fail', 'json config has invalid name (size)']);
+    expect(await mgr('create_queue_link', write('x.json', { name: 'l', num_workers: '0' }))).toEqual(['fail', 'json config has invalid num_workers field (out of range 1..128)']);
+    expect(await mgr('create_queue_link', write('x.json', { name: 'l', num_workers: 1 }))).toEqual(['fail', 'json config is missing script field']);
+    expect(await mgr('create_queue_link', write('x.json', { name: 'l.x', num_workers: 1, script: 's' }))).toEqual(['fail', 'queue name has invalid characters']);
+    expect(await mgr('create_queue_link', write('good.json', { name: 'linked', num_workers: '1', script: './scripts/done.sh', exec_prefix: '' }))).toEqual(['success', 'queue created - awesome']);
+    expect(fs.lstatSync(path.join(t.queueDir('linked'), 'config.json')).isSymbolicLink()).toBe(true);
+    expect(await mgr('create_queue_link', 'good.json')).toEqual(['fail', 'queue is already running']);
+    const id = await t.send('linked', {});
+    await t.waitState('linked', id, 'done');
+  });
+
+  it('pauses, resumes, downs and ups through the flag files', async () => {
+    t.addQueue({ name: 'q1', script: 'done.sh' });
+    await startMgr();
+    const flag = (ext: string): boolean => fs.existsSync(path.join(t.root, `config/q1.${ext}`));
+    expect(await mgr('pause_queue', 'q1')).toEqual(['ok', 'q1']);
+    expect(flag('pause')).toBe(true);
+    expect(await t.rpc('q1', 'status', '')).toEqual(['PAUSE']);
+    expect(await mgr('down_queue', 'q1')).toEqual(['ok', 'q1']);
+    expect(await t.rpc('q1', 'status', '')).toEqual(['DOWN']);
+    expect(await mgr('up_queue', 'q1')).toEqual(['ok', 'q1']);
+    expect(await mgr('resume_queue', 'q1')).toEqual(['ok', 'q1']);
+    expect([flag('pause'), flag('down')]).toEqual([false, false]);
+    expect(await t.rpc('q1', 'status', '')).toEqual(['UP']);
+    expect(await mgr('pause_queue', 'nope')).toEqual(['fail', 'invalid queue name']);
+    expect(await mgr('pause_queue', '../q1')).toEqual(['fail', 'invalid queue name']);
+    expect(await mgr('restart_queue', 'nope')).toEqual(['fail', 'no such queue']);
+  });
+
+  it('deletes a queue by renaming it to <name>.deleted.<inode>, keeping its messages', async () => {
+    t.addQueue({ name: 'gone', script: 'done.sh', num_workers: 0 });
+    await startMgr();
+    const id = await t.send('gone', {});
+    const ino = fs.statSync(t.queueDir('gone')).ino;
+    expect(await mgr('delete_queue', 'gone')).toEqual(['ok', 'started deleting queue']);
+    await waitFor(() => fs.existsSync(path.join(t.root, `queues/gone.deleted.${ino}`)), 5000, 'the rename');
+    expect(fs.existsSync(path.join(t.root, `queues/gone.deleted.${ino}/que/${id}/msg`))).toBe(true);
+    expect(await mgr('queues')).toEqual([]);
+    expect(await mgr('delete_queue', 'gone')).toEqual(['fail', 'no such queue']);
+  });
+});
