@@ -75,6 +75,33 @@ describe('rq-mgr start, status, stop', () => {
   });
 });
 
+describe('signals', () => {
+  it('reload (HUP) starts a queue directory made by hand and reloads the others', async () => {
+    t.addQueue({ name: 'q1', script: 'done.sh', num_workers: 1 });
+    await startMgr();
+    t.addQueue({ name: 'later', script: 'done.sh' });
+    fs.writeFileSync(path.join(t.queueDir('q1'), 'config.json'), JSON.stringify({ name: 'q1', script: './scripts/done.sh', num_workers: 3, exec_prefix: '' }));
+    expect(await t.bin('rq-mgr', ['reload'])).toMatchObject({ code: 0 });
+    await waitFor(async () => JSON.stringify(await mgr('queues')) === '["q1","later"]', 5000, 'the new queue to be started');
+    await waitFor(async () => ((await t.rpc('q1', 'config', '')) as [string, { num_workers: number }])[1].num_workers === 3, 2000, 'q1 to reload');
+    await waitFor(async () => (await t.rpc('later', 'ping', '')) !== null, 5000, 'the new queue to answer');
+  });
+
+  it('reopens log/rq.log on SIGUSR1 (logrotate)', async () => {
+    t.addQueue({ name: 'q1', script: 'done.sh' });
+    await startMgr();
+    const log = path.join(t.root, 'log/rq.log');
+    fs.renameSync(log, `${log}.1`);
+    process.kill(t.pidIn('config/queuemgr.pid')!, 'SIGUSR1');
+    await waitFor(() => fs.existsSync(log), 2000, 'a new log file');
+    const id = await t.send('q1', {});
+    await t.waitState('q1', id, 'done');
+    await waitFor(() => fs.readFileSync(log, 'utf8').includes(`"msg_id":"${id}"`), 3000, 'the run to be logged in the new file');
+    const line = fs.readFileSync(log, 'utf8').split('\n').find((l) => l.includes(`"msg_id":"${id}"`))!;
+    expect(JSON.parse(line)).toMatchObject({ queue: 'q1', msg_id: id, pid: t.pidIn('queues/q1/queue.pid'), msg: 'run ended' });
+  });
+});
+
 describe('supervision', () => {
   it('restarts a queue process killed with -9, and nothing is lost', async () => {
     t.addQueue({ name: 'q1', script: 'sleep.sh' });
