@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, onTestFailed, onTestFinished } from 'vitest';
+import { beforeEach, onTestFailed, onTestFinished } from 'vitest';
 import { rpcCall } from '../../src/client/rpc.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -192,15 +192,12 @@ export function pidAlive(pid: number): boolean {
  */
 export function useTestRoot(): () => TestRoot {
   let current: TestRoot | undefined;
-  let passed = false;
   beforeEach(() => {
-    current = new TestRoot();
-    passed = false;
-    onTestFinished((ctx) => {
-      passed = ctx.task.result?.state === 'pass';
-    });
+    const t = new TestRoot();
+    current = t;
+    // onTestFinished runs after the afterEach hooks, once the result is known.
+    onTestFinished(async (ctx) => t.cleanup(ctx.task.result?.state === 'pass'));
   });
-  afterEach(async () => current?.cleanup(passed));
   return () => {
     if (!current) throw new Error('useTestRoot: no test is running');
     return current;
