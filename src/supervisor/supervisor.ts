@@ -28,6 +28,7 @@ import { PACKAGE_ROOT } from '../lib/install-root.js';
 import { writeFileDurably } from '../store/atomic.js';
 import { ensureQueueDirs, queueLayout, type RootLayout } from '../store/layout.js';
 import { RQ_VERSION } from '../queue/queue-engine.js';
+import { isRunnable, resolveScript } from '../worker/runner.js';
 
 const QUEUE_MAIN = path.join(PACKAGE_ROOT, 'dist/src/queue/queue-main.js');
 const WEB_MAIN = path.join(PACKAGE_ROOT, 'dist/src/web/web-main.js');
@@ -334,6 +335,8 @@ export class Supervisor {
     }
     if (!isValidQueueName(name)) return ['fail', 'queue name has invalid characters'];
     const config = normaliseQueueConfig(raw);
+    const scriptProblem = this.scriptProblem(config.script);
+    if (scriptProblem) return ['fail', scriptProblem];
     const q = queueLayout(this.o.root, name);
     try {
       ensureQueueDirs(q);
@@ -364,12 +367,23 @@ export class Supervisor {
       return ['fail', 'queue is already running'];
     }
     if (!isValidQueueName(name)) return ['fail', 'queue name has invalid characters'];
+    const scriptProblem = this.scriptProblem(raw['script'] as string);
+    if (scriptProblem) return ['fail', scriptProblem];
     const q = queueLayout(this.o.root, name);
     ensureQueueDirs(q);
     fs.symlinkSync(fs.realpathSync(file), q.configFile);
     await this.startQueue(name);
     this.o.log.info({ queue: name, config: file }, 'queue created by link');
     return ['success', 'queue created - awesome'];
+  }
+
+  /**
+   * Beyond RQ (which accepted it and showed SCRIPTERROR later): a queue is not created
+   * for a script that does not exist or cannot be executed.
+   */
+  private scriptProblem(script: string): string | undefined {
+    if (isRunnable(resolveScript(this.o.root.root, script))) return undefined;
+    return `queue not created: script ${script} does not exist or is not executable`;
   }
 
   private deleteQueue(name: string): unknown {

@@ -164,6 +164,11 @@ describe('rq-mgr commands', () => {
     }
     expect(fs.readdirSync(path.join(t.root, 'queues'))).toEqual(['fresh']);
     expect(await mgr('create_queue', 'not json')).toEqual(['fail', 'queue not created']);
+    expect(await mgr('create_queue', JSON.stringify({ name: 'noscript', script: './nope.sh', num_workers: '1' }))).toEqual([
+      'fail',
+      'queue not created: script ./nope.sh does not exist or is not executable',
+    ]);
+    expect(fs.existsSync(t.queueDir('noscript'))).toBe(false);
   });
 
   it('creates a queue by link, validating the file in RQ’s order', async () => {
@@ -178,6 +183,10 @@ describe('rq-mgr commands', () => {
     expect(await mgr('create_queue_link', write('x.json', { name: 'l', num_workers: '0' }))).toEqual(['fail', 'json config has invalid num_workers field (out of range 1..128)']);
     expect(await mgr('create_queue_link', write('x.json', { name: 'l', num_workers: 1 }))).toEqual(['fail', 'json config is missing script field']);
     expect(await mgr('create_queue_link', write('x.json', { name: 'l.x', num_workers: 1, script: 's' }))).toEqual(['fail', 'queue name has invalid characters']);
+    expect(await mgr('create_queue_link', write('x.json', { name: 'l', num_workers: 1, script: './nope.sh' }))).toEqual([
+      'fail',
+      'queue not created: script ./nope.sh does not exist or is not executable',
+    ]);
     expect(await mgr('create_queue_link', write('good.json', { name: 'linked', num_workers: '1', script: './scripts/done.sh', exec_prefix: '' }))).toEqual(['success', 'queue created - awesome']);
     expect(fs.lstatSync(path.join(t.queueDir('linked'), 'config.json')).isSymbolicLink()).toBe(true);
     expect(await mgr('create_queue_link', 'good.json')).toEqual(['fail', 'queue is already running']);
