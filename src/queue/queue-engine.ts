@@ -22,6 +22,7 @@ import { isValidQueueName } from '../domain/names.js';
 import { parseQueueConfig, type QueueConfig } from '../domain/queue-config.js';
 import type { State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
+import { checkAttachmentSource } from '../store/attachment-source.js';
 import type { GroupCommitter } from '../store/group-commit.js';
 import type { QueueLayout, RootLayout } from '../store/layout.js';
 import type { MessageStore, JobStatus } from '../store/message-store.js';
@@ -464,19 +465,7 @@ export class QueueEngine {
     if (typeof pathname !== 'string' || !pathname.startsWith('/')) {
       throw fail(`Invalid pathname, must be normalized ${String(pathname)} (ie. must start with /`);
     }
-    let st: fs.Stats;
-    try {
-      st = fs.statSync(pathname);
-    } catch {
-      throw fail(`No such file ${pathname} to attach to message`);
-    }
-    if (st.isDirectory()) throw fail(`Attachment currently cannot be a directory ${pathname}`);
-    try {
-      fs.accessSync(pathname, fs.constants.R_OK);
-    } catch {
-      throw fail(`Attachment currently cannot be read: ${pathname}`);
-    }
-    if (!st.isFile()) throw fail(`Attachment currently not of supported type: ${pathname}`);
+    checkAttachmentSource(pathname);
     const attachDir = path.join(dir, 'attach');
     fs.mkdirSync(attachDir, { recursive: true });
     const attName = typeof name === 'string' && name !== '' ? name : path.basename(pathname);

@@ -3,16 +3,17 @@
  * framing. Each test gets its own root under os.tmpdir(); it is removed when the test
  * passes and kept (its path printed) when it fails, so the evidence stays.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { beforeEach, onTestFailed, onTestFinished } from 'vitest';
 import { rpcCall } from '../../src/client/rpc.js';
+import { REPO, runBin, type CliResult } from './run-bin.js';
 
-export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export { REPO };
+
 export const QUEUE_MAIN = path.join(REPO, 'dist/src/queue/queue-main.js');
 export const FIXTURES = path.join(REPO, 'test/fixtures/scripts');
 
@@ -51,8 +52,8 @@ export class TestRoot {
   }
 
   /** Run one of the repository's bin/ commands against this root. */
-  bin(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
-    return runBin(command, args, { RQ_ROOT: this.root, RQ_FATAL_DELAY_MS: '0', RQ_RESTART_BACKOFF_MS: '5', ...env });
+  bin(command: string, args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
+    return runBin(`bin/${command}`, args, { RQ_ROOT: this.root, RQ_FATAL_DELAY_MS: '0', RQ_RESTART_BACKOFF_MS: '5', ...env });
   }
 
   /** The pid in a pid file, or undefined. */
@@ -202,22 +203,6 @@ export function useTestRoot(): () => TestRoot {
     if (!current) throw new Error('useTestRoot: no test is running');
     return current;
   };
-}
-
-export interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Run `bin/<command>` with extra environment; never rejects. */
-export function runBin(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = REPO): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(path.join(REPO, 'bin', command), args, { cwd, env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
 }
 
 /** A port that was free on 127.0.0.1 a moment ago. */

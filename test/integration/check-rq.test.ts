@@ -69,7 +69,7 @@ function checkRq(...args: string[]): Promise<CliResult> {
 describe('verdicts', () => {
   it('OK when every queue is UP, without errors, with a small backlog', async () => {
     rq.queues({ test: queueText({ que: 9, done: 2999 }), relay: queueText({ relayed: 5 }) });
-    expect(await checkRq()).toEqual({ exitCode: 0, stdout: 'OK: all queue tests normal\n', stderr: '' });
+    expect(await checkRq()).toEqual({ code: 0, stdout: 'OK: all queue tests normal\n', stderr: '' });
   });
 
   it('GETs /q.txt, then "/" + each line: //q/<name>.txt', async () => {
@@ -80,48 +80,48 @@ describe('verdicts', () => {
 
   it('OK with no queues at all', async () => {
     rq.routes.set('/q.txt', { body: '' });
-    expect(await checkRq()).toMatchObject({ exitCode: 0, stdout: 'OK: all queue tests normal\n' });
+    expect(await checkRq()).toMatchObject({ code: 0, stdout: 'OK: all queue tests normal\n' });
   });
 
   it('WARNING when prep+que+run reaches the backlog warning', async () => {
     rq.queues({ a: queueText({ prep: 2, que: 5, run: 3 }), b: queueText() });
-    expect(await checkRq()).toMatchObject({ exitCode: 1, stdout: 'WARNING:  a: prep=>2 run=>3 que=>5,\n' });
+    expect(await checkRq()).toMatchObject({ code: 1, stdout: 'WARNING:  a: prep=>2 run=>3 que=>5,\n' });
   });
 
   it('CRITICAL when the backlog reaches the critical threshold', async () => {
     rq.queues({ a: queueText({ que: 20 }) });
-    expect(await checkRq()).toMatchObject({ exitCode: 2, stdout: 'CRITICAL:  a: prep=>0 run=>0 que=>20,\n' });
+    expect(await checkRq()).toMatchObject({ code: 2, stdout: 'CRITICAL:  a: prep=>0 run=>0 que=>20,\n' });
   });
 
   it('CRITICAL when a queue has a message in err', async () => {
     rq.queues({ a: queueText(), relay: queueText({ err: 1 }) });
-    expect(await checkRq()).toMatchObject({ exitCode: 2, stdout: 'CRITICAL:  relay: errors => 1,\n' });
+    expect(await checkRq()).toMatchObject({ code: 2, stdout: 'CRITICAL:  relay: errors => 1,\n' });
   });
 
   it.each(['PAUSE', 'DOWN'])('CRITICAL when a queue\'s status is %s', async (status) => {
     // A DOWN queue's whole text is "status: DOWN\n" (§7.4).
     rq.queues({ a: status === 'DOWN' ? 'status: DOWN\n' : queueText({ status }) });
-    expect(await checkRq()).toMatchObject({ exitCode: 2, stdout: `CRITICAL:  a: status ${status},\n` });
+    expect(await checkRq()).toMatchObject({ code: 2, stdout: `CRITICAL:  a: status ${status},\n` });
   });
 
   it('WARNING, then CRITICAL, on many done or relayed messages', async () => {
     rq.queues({ a: queueText({ done: 3000 }), b: queueText({ relayed: 3499 }) });
-    expect(await checkRq()).toMatchObject({ exitCode: 1, stdout: 'WARNING:  a: done => 3000, b: relayed => 3499,\n' });
+    expect(await checkRq()).toMatchObject({ code: 1, stdout: 'WARNING:  a: done => 3000, b: relayed => 3499,\n' });
     rq.queues({ a: queueText({ done: 3500 }) });
-    expect(await checkRq()).toMatchObject({ exitCode: 2, stdout: 'CRITICAL:  a: done => 3500,\n' });
+    expect(await checkRq()).toMatchObject({ code: 2, stdout: 'CRITICAL:  a: done => 3500,\n' });
   });
 
   it('the worst verdict wins, every problem queue is listed, nothing is escalated', async () => {
     rq.queues({ a: queueText({ que: 12 }), b: queueText({ status: 'PAUSE', err: 2 }), c: queueText() });
-    expect(await checkRq()).toMatchObject({ exitCode: 2, stdout: 'CRITICAL:  a: prep=>0 run=>0 que=>12, b: status PAUSE errors => 2,\n' });
+    expect(await checkRq()).toMatchObject({ code: 2, stdout: 'CRITICAL:  a: prep=>0 run=>0 que=>12, b: status PAUSE errors => 2,\n' });
     rq.queues({ a: queueText({ que: 12 }), b: queueText({ done: 3100 }) });
-    expect(await checkRq()).toMatchObject({ exitCode: 1, stdout: 'WARNING:  a: prep=>0 run=>0 que=>12, b: done => 3100,\n' });
+    expect(await checkRq()).toMatchObject({ code: 1, stdout: 'WARNING:  a: prep=>0 run=>0 que=>12, b: done => 3100,\n' });
   });
 
   it('-t / --thresh sets the thresholds', async () => {
     rq.queues({ a: queueText({ que: 3, done: 50 }) });
-    expect(await checkRq('-t', '3:5:0:0:100:200')).toMatchObject({ exitCode: 1, stdout: 'WARNING:  a: prep=>0 run=>0 que=>3,\n' });
-    expect(await checkRq('--thresh=1:3:0:0:40:100')).toMatchObject({ exitCode: 2, stdout: 'CRITICAL:  a: prep=>0 run=>0 que=>3 done => 50,\n' });
+    expect(await checkRq('-t', '3:5:0:0:100:200')).toMatchObject({ code: 1, stdout: 'WARNING:  a: prep=>0 run=>0 que=>3,\n' });
+    expect(await checkRq('--thresh=1:3:0:0:40:100')).toMatchObject({ code: 2, stdout: 'CRITICAL:  a: prep=>0 run=>0 que=>3 done => 50,\n' });
   });
 });
 
@@ -129,18 +129,18 @@ describe('failures', () => {
   it('connection refused: CRITICAL: Could not connect to <server>:<port>, exit 2', async () => {
     await rq.close();
     const r = await runBin('bin/check_rq', ['-s', '127.0.0.1', '--port', String(port)]);
-    expect(r).toMatchObject({ exitCode: 2, stdout: `CRITICAL: Could not connect to 127.0.0.1:${port}\n` });
+    expect(r).toMatchObject({ code: 2, stdout: `CRITICAL: Could not connect to 127.0.0.1:${port}\n` });
   });
 
   it('a non-200 /q.txt: CRITICAL: Could not Fetch /q.txt', async () => {
     rq.routes.set('/q.txt', { status: 503, body: 'rq-mgr is down' });
-    expect(await checkRq()).toMatchObject({ exitCode: 2, stdout: 'CRITICAL: Could not Fetch /q.txt\n' });
+    expect(await checkRq()).toMatchObject({ code: 2, stdout: 'CRITICAL: Could not Fetch /q.txt\n' });
   });
 
   it('a non-200 queue text: CRITICAL: Could not Fetch //q/<name>.txt', async () => {
     rq.queues({ a: queueText(), b: queueText() });
     rq.routes.set('//q/b.txt', { status: 500, body: 'oops' });
-    expect(await checkRq()).toMatchObject({ exitCode: 2, stdout: 'CRITICAL: Could not Fetch //q/b.txt\n' });
+    expect(await checkRq()).toMatchObject({ code: 2, stdout: 'CRITICAL: Could not Fetch //q/b.txt\n' });
   });
 
   it('a server that never answers: CRITICAL after the deadline', async () => {
@@ -148,7 +148,7 @@ describe('failures', () => {
     rq.hang.add('//q/a.txt');
     const started = Date.now();
     const r = await checkRq('--timeout', '0.5');
-    expect(r).toMatchObject({ exitCode: 2, stdout: `CRITICAL: Timed out after 0.5 s fetching //q/a.txt from 127.0.0.1:${port}\n` });
+    expect(r).toMatchObject({ code: 2, stdout: `CRITICAL: Timed out after 0.5 s fetching //q/a.txt from 127.0.0.1:${port}\n` });
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 });
@@ -157,7 +157,7 @@ describe('options', () => {
   it('--dump prints each queue and its fields, then the verdict', async () => {
     rq.queues({ a: queueText({ que: 1, done: 42, err: 5 }) });
     const r = await checkRq('--dump');
-    expect(r.exitCode).toBe(2);
+    expect(r.code).toBe(2);
     expect(r.stdout).toBe(
       [
         'a',
@@ -178,7 +178,7 @@ describe('options', () => {
 
   it.each(['-h', '--help'])('%s prints HELP is on the way and exits 0 without a request', async (flag) => {
     const r = await checkRq(flag);
-    expect(r.exitCode).toBe(0);
+    expect(r.code).toBe(0);
     expect(r.stdout.split('\n')[0]).toBe('HELP is on the way');
     expect(rq.requested).toEqual([]);
   });
@@ -186,13 +186,13 @@ describe('options', () => {
   it('the port comes from $RQ_PORT when -p is not given', async () => {
     rq.queues({ a: queueText() });
     const r = await runBin('bin/check_rq', ['-s', '127.0.0.1'], { RQ_PORT: String(port) });
-    expect(r).toMatchObject({ exitCode: 0, stdout: 'OK: all queue tests normal\n' });
+    expect(r).toMatchObject({ code: 0, stdout: 'OK: all queue tests normal\n' });
   });
 
   it('-sHOST -pPORT and --server=HOST --port=PORT work too', async () => {
     rq.queues({ a: queueText() });
-    expect(await runBin('bin/check_rq', ['-s127.0.0.1', `-p${port}`])).toMatchObject({ exitCode: 0 });
-    expect(await runBin('bin/check_rq', ['--server=127.0.0.1', `--port=${port}`])).toMatchObject({ exitCode: 0 });
+    expect(await runBin('bin/check_rq', ['-s127.0.0.1', `-p${port}`])).toMatchObject({ code: 0 });
+    expect(await runBin('bin/check_rq', ['--server=127.0.0.1', `--port=${port}`])).toMatchObject({ code: 0 });
   });
 
   it.each([
@@ -202,7 +202,7 @@ describe('options', () => {
     [['-s'], 'option -s needs a value'],
   ])('%j: UNKNOWN, exit 3', async (args, message) => {
     const r = await runBin('bin/check_rq', args);
-    expect(r.exitCode).toBe(3);
+    expect(r.code).toBe(3);
     expect(r.stdout).toBe(`UNKNOWN: check_rq: ${message}\n`);
     expect(r.stderr).toContain('Usage: check_rq');
   });

@@ -38,7 +38,7 @@ function tree(root: string): string[] {
 describe('a fresh install with the defaults', () => {
   it('writes config/config.json in RQ\'s key order, with a newline', async () => {
     const r = await install([]);
-    expect(r).toMatchObject({ exitCode: 0, stderr: '' });
+    expect(r).toMatchObject({ code: 0, stderr: '' });
     expect(read('config/config.json')).toBe(DEFAULT_CONFIG);
   });
 
@@ -79,7 +79,7 @@ describe('a fresh install with the defaults', () => {
     fs.mkdirSync(path.join(root, 'elsewhere'));
     fs.symlinkSync('elsewhere', path.join(root, 'queue'));
     const r = await install([]);
-    expect(r.exitCode).toBe(0);
+    expect(r.code).toBe(0);
     expect(fs.readlinkSync(path.join(root, 'queue'))).toBe('elsewhere');
     expect(r.stdout).not.toContain('Created queue -> queues');
     expect(r.stderr).toContain('kept the symlink queue -> elsewhere');
@@ -89,7 +89,7 @@ describe('a fresh install with the defaults', () => {
     const root = scratch();
     fs.mkdirSync(path.join(root, 'queue'));
     const r = await install([]);
-    expect(r.exitCode).toBe(1);
+    expect(r.code).toBe(1);
     expect(r.stderr).toContain('exists and is not a symlink');
     expect(tree(root)).toEqual(['queue']);
   });
@@ -101,13 +101,13 @@ describe('options, in both spellings', () => {
 
   it('--name VALUE', async () => {
     const r = await install(['--env', 'production', '--host', 'rq1.example.com', '--port', '4000', '--addr', '0.0.0.0', '--tmpdir', tmp, '--no-allow-new-queue']);
-    expect(r).toMatchObject({ exitCode: 0, stderr: '' });
+    expect(r).toMatchObject({ code: 0, stderr: '' });
     expect(read('config/config.json')).toBe(expected);
   });
 
   it('--name=VALUE', async () => {
     const r = await install(['--env=production', '--host=rq1.example.com', '--port=4000', '--addr=0.0.0.0', `--tmpdir=${tmp}`, '--no-allow-new-queue']);
-    expect(r).toMatchObject({ exitCode: 0, stderr: '' });
+    expect(r).toMatchObject({ code: 0, stderr: '' });
     expect(read('config/config.json')).toBe(expected);
   });
 
@@ -125,19 +125,19 @@ describe('options, in both spellings', () => {
     const root = scratch();
     fs.mkdirSync(path.join(root, 'uploads'));
     const r = await runBin('bin/rq-install', ['--tmpdir', 'uploads'], { RQ_ROOT: root }, root);
-    expect(r.exitCode).toBe(0);
+    expect(r.code).toBe(0);
     expect(JSON.parse(read('config/config.json'))).toMatchObject({ tmpdir: path.join(root, 'uploads') });
   });
 
   it('RQ\'s own test run: --force --host 127.0.0.1 --port N --tmpdir /tmp', async () => {
     const r = await install(['--force', '--host', '127.0.0.1', '--port', '3399', '--tmpdir', '/tmp']);
-    expect(r.exitCode).toBe(0);
+    expect(r.code).toBe(0);
     expect(read('config/config.json')).toBe('{"env":"development","host":"127.0.0.1","port":"3399","addr":"127.0.0.1","tmpdir":"/tmp","allow_new_queue":true}\n');
   });
 
   it('--help prints the usage and exits 0', async () => {
     const r = await install(['--help']);
-    expect(r.exitCode).toBe(0);
+    expect(r.code).toBe(0);
     expect(r.stdout).toContain('Usage: rq-install');
     expect(tree(scratch())).toEqual([]);
   });
@@ -148,7 +148,7 @@ describe('an existing install', () => {
     await install([]);
     const before = tree(scratch());
     const r = await install(['--port', '4000']);
-    expect(r.exitCode).toBe(1);
+    expect(r.code).toBe(1);
     expect(r.stdout).toBe('Already installed\n');
     expect(read('config/config.json')).toBe(DEFAULT_CONFIG);
     expect(tree(scratch())).toEqual(before);
@@ -163,7 +163,7 @@ describe('an existing install', () => {
     fs.writeFileSync(path.join(root, 'queues/relay/config.json'), '{"name":"relay","script":"./mine.sh","num_workers":3}');
 
     const r = await install(['--force', '--port', '4000']);
-    expect(r.exitCode).toBe(0);
+    expect(r.code).toBe(0);
     expect(r.stdout).toContain('Replaced config/config.json\n');
     expect(r.stdout).toContain(`Replaced queue relay ${queueConfigText('relay')}\n`);
     expect(JSON.parse(read('config/config.json'))).toMatchObject({ port: '4000' });
@@ -179,7 +179,7 @@ describe('an existing install', () => {
     fs.mkdirSync(path.join(root, 'queues/webhook/que'), { recursive: true });
     fs.writeFileSync(path.join(root, 'queues/webhook/config.json'), '{"name":"webhook","script":"./mine.sh","num_workers":2}');
     const r = await install([]);
-    expect(r.exitCode).toBe(0);
+    expect(r.code).toBe(0);
     expect(r.stdout).toContain('Kept queue webhook');
     expect(read('queues/webhook/config.json')).toBe('{"name":"webhook","script":"./mine.sh","num_workers":2}');
     expect(fs.readdirSync(path.join(root, 'queues/webhook')).sort()).toEqual([...STATE_DIRS, 'config.json'].sort());
@@ -190,28 +190,28 @@ describe('an existing install', () => {
 describe('input errors: a clear message, exit 1, nothing written', () => {
   it.each([['0'], ['65536'], ['abc'], ['-1'], ['80x'], ['123456']])('--port %s', async (port) => {
     const r = await install([`--port=${port}`]);
-    expect(r.exitCode).toBe(1);
+    expect(r.code).toBe(1);
     expect(r.stderr).toContain(`rq-install: --port must be a number from 1 to 65535, got "${port}"`);
     expect(tree(scratch())).toEqual([]);
   });
 
   it('--port with no value', async () => {
     const r = await install(['--port']);
-    expect(r.exitCode).toBe(1);
+    expect(r.code).toBe(1);
     expect(r.stderr).toContain('rq-install: option --port needs a value');
     expect(tree(scratch())).toEqual([]);
   });
 
   it('an empty value', async () => {
     const r = await install(['--host=']);
-    expect(r.exitCode).toBe(1);
+    expect(r.code).toBe(1);
     expect(r.stderr).toContain('rq-install: option --host needs a value');
   });
 
   it('--tmpdir that does not exist', async () => {
     const missing = path.join(scratch(), 'nope');
     const r = await install(['--tmpdir', missing]);
-    expect(r.exitCode).toBe(1);
+    expect(r.code).toBe(1);
     expect(r.stderr).toBe(`rq-install: --tmpdir must be an existing writable directory, got "${missing}" (no such directory)\n`);
     expect(tree(scratch())).toEqual([]);
   });
@@ -220,7 +220,7 @@ describe('input errors: a clear message, exit 1, nothing written', () => {
     const file = path.join(scratch(), 'afile');
     fs.writeFileSync(file, '');
     const r = await install([`--tmpdir=${file}`]);
-    expect(r.exitCode).toBe(1);
+    expect(r.code).toBe(1);
     expect(r.stderr).toContain('(not a directory)');
     expect(tree(scratch())).toEqual(['afile']);
   });
@@ -233,7 +233,7 @@ describe('input errors: a clear message, exit 1, nothing written', () => {
     if (asRoot) execFileSync('chattr', ['+i', dir]);
     try {
       const r = await install(['--tmpdir', dir]);
-      expect(r.exitCode).toBe(1);
+      expect(r.code).toBe(1);
       expect(r.stderr).toContain('(not writable)');
     } finally {
       if (asRoot) execFileSync('chattr', ['-i', dir]);
@@ -243,14 +243,14 @@ describe('input errors: a clear message, exit 1, nothing written', () => {
   it('--tmpdir is checked even when the install exists', async () => {
     await install([]);
     const r = await install(['--force', '--tmpdir', '/nonexistent/dir']);
-    expect(r.exitCode).toBe(1);
+    expect(r.code).toBe(1);
     expect(r.stderr).toContain('--tmpdir must be an existing writable directory');
     expect(read('config/config.json')).toBe(DEFAULT_CONFIG);
   });
 
   it('an unknown option: its name and the usage', async () => {
     const r = await install(['--x']);
-    expect(r.exitCode).toBe(1);
+    expect(r.code).toBe(1);
     expect(r.stderr.split('\n')[0]).toBe('rq-install: unknown option --x');
     expect(r.stderr).toContain('Usage: rq-install [options]');
     expect(tree(scratch())).toEqual([]);
@@ -258,7 +258,7 @@ describe('input errors: a clear message, exit 1, nothing written', () => {
 
   it.each([['-f'], ['extra'], ['--force=yes'], ['--no-allow-new-queue=1']])('%s is refused', async (arg) => {
     const r = await install([arg]);
-    expect(r.exitCode).toBe(1);
+    expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^rq-install: /);
     expect(tree(scratch())).toEqual([]);
   });

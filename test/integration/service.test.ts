@@ -60,23 +60,23 @@ describe('bin/rc.rq', () => {
 
   it.each([[['bogus']], [[]]])('%j prints the usage and exits 2 (LSB: invalid arguments)', async (args) => {
     const r = await rcRq(args, { RQ_HOME: fakeInstall() });
-    expect(r.exitCode).toBe(2);
+    expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^Usage: .*rc\.rq \{start\|stop\|restart\|reload\|force-reload\|status\}\n$/);
     expect(r.stdout).toBe('');
   });
 
   it('start refuses with exit 5 (not installed) when RQ_HOME has no bin/rq-mgr', async () => {
     const r = await rcRq(['start'], { RQ_HOME: '/nonexistent' });
-    expect(r.exitCode).toBe(5);
+    expect(r.code).toBe(5);
     expect(r.stderr).toContain('/nonexistent/bin/rq-mgr is missing');
-    expect((await rcRq(['stop'], { RQ_HOME: '/nonexistent' })).exitCode).toBe(5);
-    expect((await rcRq(['status'], { RQ_HOME: '/nonexistent' })).exitCode).toBe(4);
+    expect((await rcRq(['stop'], { RQ_HOME: '/nonexistent' })).code).toBe(5);
+    expect((await rcRq(['status'], { RQ_HOME: '/nonexistent' })).code).toBe(4);
   });
 
   it('start runs bin/rq-mgr start from RQ_HOME with 10240 open files', async () => {
     const home = fakeInstall();
     const r = await rcRq(['start'], { RQ_HOME: home, RQ_USER: ME });
-    expect(r.exitCode).toBe(0);
+    expect(r.code).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^rq-mgr start cwd=${home} user=${ME} nofile=\\S+\n$`));
     expectEnoughFiles(r.stdout);
   });
@@ -96,7 +96,7 @@ describe('bin/rc.rq', () => {
 
   it.each([[0], [3]])('status passes on rq-mgr status\'s exit %i', async (status) => {
     const r = await rcRq(['status'], { RQ_HOME: fakeInstall(), RQ_USER: ME, FAKE_STATUS: String(status) });
-    expect(r.exitCode).toBe(status);
+    expect(r.code).toBe(status);
     expect(r.stdout).toMatch(/^rq-mgr status /);
   });
 
@@ -104,7 +104,7 @@ describe('bin/rc.rq', () => {
     const home = fakeInstall();
     fs.chmodSync(home, 0o755);
     const r = await rcRq(['start'], { RQ_HOME: home, RQ_USER: 'nobody' });
-    expect(r.exitCode).toBe(0);
+    expect(r.code).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^rq-mgr start cwd=${home} user=nobody nofile=\\S+\n$`));
     // runuser's PAM session resets the soft limit; rc.rq raises it again on that side.
     expectEnoughFiles(r.stdout);

@@ -1,0 +1,309 @@
+/**
+ * `bin/rq`, RQ's command line (spec/rq.md §6.1): parse `rq <command> [--option[=value] …]`,
+ * make one RPC call to the queue's socket under the install root, and print RQ's one-line
+ * reply `<reply[0]> <reply[1]>`. The exit status is 0 exactly when the reply is `ok`.
+ *
+ * Where RQ crashed with a stack trace (missing option, unknown queue, relay without
+ * `--relay-ok`, queue process not answering, attachment pre-check), this door throws an
+ * RqError whose message is the one line printed on stderr; stdout stays empty and the
+ * exit status comes from EXIT_CODES. Only those lines, the help text and the reply lines
+ * are printed.
+ *
+ * Every CLI call pays Node's start-up, so this module stays tiny on purpose: node
+ * built-ins and a few dependency-free modules (the RPC framing, ids, names, the install
+ * root), all subcommands in the one table below instead of one file each, and no logger.
+ * Importing it has no side effects; `bin/rq` calls `main`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { rpcCall } from '../client/rpc.js';
+import { RqError, coerceError, type ErrorCode } from '../domain/errors.js';
+import { parseFullId } from '../domain/ids.js';
+import { isValidQueueName } from '../domain/names.js';
+import { installRoot } from '../lib/install-root.js';
+import { checkAttachmentSource } from '../store/attachment-source.js';
+
+/** An option's value: the text given, or `true` for a bare `--flag` (RQ's JSON `true`). */
+export type OptionValue = string | true;
+export type Options = Map<string, OptionValue>;
+
+/** The CLI's mapping from error codes to exit statuses (every failure is 1, as in RQ). */
+export const EXIT_CODES = {
+  RQ_NOT_FOUND: 1,
+  RQ_NOT_IN_STATE: 1,
+  RQ_BAD_MESSAGE: 1,
+  RQ_BAD_REQUEST: 1,
+  RQ_QUEUE_DOWN: 1,
+  RQ_QUEUE_NOT_FOUND: 1,
+  RQ_ATTACH: 1,
+  RQ_IO: 1,
+  RQ_PROTOCOL: 1,
+  RQ_CONFIG: 1,
+} as const satisfies Record<ErrorCode, number>;
+
+/** Where a command writes, and what it resolves against. Tests and `bin/rq` pass the real ones. */
+export interface CliContext {
+  root: string;
+  cwd: string;
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+interface Command {
+  usage: string;
+  /** Resolves to the exit status; throws RqError for the failures RQ crashed on. */
+  run: (opts: Options, ctx: CliContext) => Promise<number>;
+}
+
+/**
+ * RQ's option parsing, shared by every command: an argument that *contains* `--` is an
+ * option named by the argument minus its first two characters; `--k=v` splits at the
+ * first `=`; `--k v` takes the next argument when it exists and contains no `--`;
+ * otherwise the value is `true`. Other arguments are ignored; the last repeat wins.
+ */
+export function parseOptions(args: readonly string[]): Options {
+  const opts: Options = new Map();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (!arg.includes('--')) continue;
+    const body = arg.slice(2);
+    const eq = body.indexOf('=');
+    if (eq >= 0) {
+      opts.set(body.slice(0, eq), body.slice(eq + 1));
+    } else {
+      const next = args[i + 1];
+      if (next !== undefined && !next.includes('--')) {
+        opts.set(body, next);
+        i++;
+      } else {
+        opts.set(body, true);
+      }
+    }
+  }
+  return opts;
+}
+
+/** A required option must be given with a value (a bare flag is not a value). */
+function required(opts: Options, name: string): string {
+  const value = opts.get(name);
+  if (typeof value !== 'string') throw new RqError('RQ_BAD_REQUEST', `Missing argument: --${name}`);
+  return value;
+}
+
+/** Render one reply element as Ruby's string interpolation would (nil → empty). */
+function show(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return JSON.stringify(value);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The socket of an existing queue; `Queue not found` for a bad name or a missing directory. */
+function queueSocket(ctx: CliContext, queue: string): string {
+  const dir = path.join(ctx.root, 'queues', queue);
+  if (!isValidQueueName(queue) || !isDirectory(dir)) throw new RqError('RQ_QUEUE_NOT_FOUND', `Queue not found: ${queue}`);
+  return path.join(dir, 'queue.sock');
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** One RPC to a queue; a silent queue process or a reply that is not an array is an error. */
+async function call(ctx: CliContext, queue: string, command: string, arg: Record<string, unknown>): Promise<unknown[]> {
+  const socket = queueSocket(ctx, queue);
+  const reply = await rpcCall(socket, command, JSON.stringify(arg));
+  if (reply === null) throw new RqError('RQ_QUEUE_NOT_FOUND', `Queue ${queue} is not running (no answer on ${socket})`);
+  if (!Array.isArray(reply)) {
+    throw new RqError('RQ_PROTOCOL', `Queue ${queue} answered ${JSON.stringify(reply)} to ${command}, expected a JSON array`);
+  }
+  return reply as unknown[];
+}
+
+/** Print `<reply[0]> <reply[1]>` (or `<reply[0]> <shown>`), and the exit status it means. */
+function finish(ctx: CliContext, reply: unknown[], shown: unknown = reply[1]): number {
+  ctx.out(`${show(reply[0])} ${show(shown)}\n`);
+  return reply[0] === 'ok' ? 0 : 1;
+}
+
+/** The keys a new message takes from the options (`--relay-ok` is not one of them). */
+const MESSAGE_KEYS = ['dest', 'src', 'count', 'max_count', 'param1', 'param2', 'param3', 'param4', 'due', 'force_remote'] as const;
+
+function messageInput(opts: Options): Record<string, unknown> {
+  const msg: Record<string, unknown> = {};
+  for (const key of MESSAGE_KEYS) {
+    const value = opts.get(key);
+    if (value !== undefined) msg[key] = value;
+  }
+  return msg;
+}
+
+/** sendmesg / prepmesg: a URL destination goes to the `relay` queue, and only with `--relay-ok`. */
+function creator(command: 'create_message' | 'prep_message'): Command['run'] {
+  return async (opts, ctx) => {
+    const dest = required(opts, 'dest');
+    let queue = dest;
+    if (dest.startsWith('http:')) {
+      if (!opts.has('relay-ok')) throw new RqError('RQ_BAD_REQUEST', `Cannot relay message: ${dest} needs --relay-ok`);
+      queue = 'relay';
+    }
+    return finish(ctx, await call(ctx, queue, command, messageInput(opts)));
+  };
+}
+
+/** `--msg_id <full id>`: the queue and the short id, split with RQ's patterns (§1.7). */
+function target(opts: Options): { fullId: string; queue: string; shortId: string } {
+  const fullId = required(opts, 'msg_id');
+  const { queue, shortId } = parseFullId(fullId);
+  if (queue === undefined) {
+    throw new RqError('RQ_QUEUE_NOT_FOUND', `Queue not found: --msg_id ${fullId} names no queue (expected a full id …/q/<queue>/<id>)`);
+  }
+  return { fullId, queue, shortId };
+}
+
+/** A command that sends `{msg_id}` and prints the reply as it is. */
+function byId(command: string): Command['run'] {
+  return async (opts, ctx) => {
+    const { queue, shortId } = target(opts);
+    return finish(ctx, await call(ctx, queue, command, { msg_id: shortId }));
+  };
+}
+
+/**
+ * verify_rules. The router's rules format (spec/rq.md §9.3) comes with the router issue;
+ * until then a rules file is any JSON array (each element a rule) or object (each key a
+ * rule), and this only checks that it parses.
+ */
+async function verifyRules(opts: Options, ctx: CliContext): Promise<number> {
+  const file = path.resolve(ctx.cwd, required(opts, 'path'));
+  let rules: unknown;
+  try {
+    rules = JSON.parse(await fs.promises.readFile(file, 'utf8'));
+  } catch {
+    rules = undefined;
+  }
+  if (!Array.isArray(rules) && !isObject(rules)) {
+    ctx.out('fail bad router rules file\n');
+    return 1;
+  }
+  if (opts.has('verbose')) {
+    for (const rule of Array.isArray(rules) ? rules.map((r) => JSON.stringify(r)) : Object.keys(rules)) ctx.out(`${rule}\n`);
+  }
+  ctx.out('ok\n');
+  return 0;
+}
+
+const SEND_USAGE = '--dest <queue or URL> [--src --count --max_count --param1..--param4 --due --force_remote --relay-ok]';
+
+/** Every subcommand, by its RQ name (RQ's methods were `cmd_<name>`). */
+const COMMANDS: Record<string, Command> = {
+  sendmesg: { usage: SEND_USAGE, run: creator('create_message') },
+  prepmesg: { usage: SEND_USAGE, run: creator('prep_message') },
+  single_que: {
+    usage: '--dest <queue> [same options as sendmesg, no relay]',
+    run: async (opts, ctx) => finish(ctx, await call(ctx, required(opts, 'dest'), 'single_que', messageInput(opts))),
+  },
+  attachmesg: {
+    usage: '--msg_id <full id> --pathname <file> [--name <name>] [--local_fs_only]',
+    run: async (opts, ctx) => {
+      const { fullId, queue, shortId } = target(opts);
+      const pathname = path.resolve(ctx.cwd, required(opts, 'pathname'));
+      checkAttachmentSource(pathname);
+      const arg: Record<string, unknown> = { msg_id: shortId, pathname };
+      for (const key of ['name', 'local_fs_only']) {
+        const value = opts.get(key);
+        if (value !== undefined) arg[key] = value;
+      }
+      const reply = await call(ctx, queue, 'attach_message', arg);
+      return finish(ctx, reply, `${show(reply[1])} for Message: ${fullId} attachment`);
+    },
+  },
+  commitmesg: { usage: '--msg_id <full id>', run: byId('commit_message') },
+  state: { usage: '--msg_id <full id>', run: byId('get_message_state') },
+  clone: { usage: '--msg_id <full id>', run: byId('clone_message') },
+  statusmesg: {
+    usage: '--msg_id <full id>',
+    run: async (opts, ctx) => {
+      const { queue, shortId } = target(opts);
+      const reply = await call(ctx, queue, 'get_message_status', { msg_id: shortId });
+      return finish(ctx, reply, reply[0] === 'ok' && isObject(reply[1]) ? reply[1]['status'] : reply[1]);
+    },
+  },
+  statuscountmesg: {
+    usage: '--msg_id <full id>',
+    run: async (opts, ctx) => {
+      const { queue, shortId } = target(opts);
+      const reply = await call(ctx, queue, 'get_message', { msg_id: shortId });
+      return finish(ctx, reply, reply[0] === 'ok' && isObject(reply[1]) ? (reply[1]['count'] ?? 0) : reply[1]);
+    },
+  },
+  attachstatusmesg: {
+    usage: '--msg_id <full id>',
+    run: async (opts, ctx) => {
+      const { queue, shortId } = target(opts);
+      const reply = await call(ctx, queue, 'get_message', { msg_id: shortId });
+      if (reply[0] !== 'ok' || !isObject(reply[1])) return finish(ctx, reply);
+      const attachments = reply[1]['_attachments'];
+      const lines = isObject(attachments)
+        ? Object.entries(attachments).map(([name, value]) => {
+            const a = isObject(value) ? value : {};
+            return `${name} ${show(a['md5'])} ${show(a['size'])} ${show(a['path'])}\n`;
+          })
+        : [];
+      const status = finish(ctx, reply, lines.length);
+      for (const line of lines) ctx.out(line);
+      return status;
+    },
+  },
+  verify_rules: { usage: '--path <rules file> [--verbose]', run: verifyRules },
+};
+
+/** The help text: RQ's header, then the sorted command names, two spaces in. */
+export function usage(): string {
+  return `Valid commands are:\n${Object.keys(COMMANDS)
+    .sort()
+    .map((name) => `  ${name}\n`)
+    .join('')}`;
+}
+
+/**
+ * Run one command line (without `node` and the script) and resolve to the exit status.
+ * Help and unknown commands exit 1, as in RQ.
+ */
+export async function main(argv: readonly string[], ctx?: Partial<CliContext>): Promise<number> {
+  const c: CliContext = {
+    root: ctx?.root ?? installRoot(),
+    cwd: ctx?.cwd ?? process.cwd(),
+    out: ctx?.out ?? ((text) => process.stdout.write(text)),
+    err: ctx?.err ?? ((text) => process.stderr.write(text)),
+  };
+  if (argv.length === 0 || argv.includes('-h') || argv.includes('--help')) {
+    c.out(usage());
+    return 1;
+  }
+  const name = argv[0]!;
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!command) {
+    c.err(`Command not found: ${name} (cmd_${name})\n`);
+    return 1;
+  }
+  try {
+    return await command.run(parseOptions(argv.slice(1)), c);
+  } catch (thrown) {
+    if (thrown instanceof RqError) {
+      c.err(`${thrown.message}\n`);
+      if (thrown.code === 'RQ_BAD_REQUEST') c.err(`usage: rq ${name} ${command.usage}\n`);
+      return EXIT_CODES[thrown.code];
+    }
+    c.err(`rq ${name}: internal error: ${coerceError(thrown).stack ?? String(thrown)}\n`);
+    return 1;
+  }
+}
