@@ -1,8 +1,9 @@
 /**
  * The in-memory `que` of a queue process: waiting messages ordered by due time, then id,
- * so the head is always the next to run. Insert and remove are a binary search plus a
- * splice, which stays cheap at 100,000 entries; the common case (a new message due now)
- * appends at the end. Lookup by id is a Map.
+ * so the head is always the next to run. The common cases are O(1): a new message due
+ * now appends at the end, and a start takes the head (a head offset; the array is
+ * compacted once the dead prefix is large). Other inserts and removals are a binary
+ * search plus a splice. Lookup by id is a Map.
  *
  * It also keeps an index by coalescing key (spec/rq.md §2.9) so that starting a
  * message finds its duplicates without scanning the whole list.
@@ -19,13 +20,15 @@ export function paramKey(e: QueEntry, params: readonly number[]): string {
 }
 
 export class QueList {
-  private readonly items: QueEntry[] = [];
+  /** Entries from `first` on are live, in order; the prefix before it is dead. */
+  private items: QueEntry[] = [];
+  private first = 0;
   private readonly byId = new Map<string, QueEntry>();
   private coalesceParams: readonly number[] = [];
   private readonly byKey = new Map<string, Set<string>>();
 
   get size(): number {
-    return this.items.length;
+    return this.items.length - this.first;
   }
 
   has(id: string): boolean {
@@ -38,38 +41,32 @@ export class QueList {
 
   /** Entries in order, from the head. */
   *[Symbol.iterator](): IterableIterator<QueEntry> {
-    yield* this.items;
+    for (let i = this.first; i < this.items.length; i++) yield this.items[i]!;
   }
 
   head(): QueEntry | undefined {
-    return this.items[0];
+    return this.items[this.first];
   }
 
   slice(limit: number): QueEntry[] {
-    return this.items.slice(0, limit);
+    return this.items.slice(this.first, this.first + limit);
   }
 
   /** Replace the whole list (start-up recovery). */
   load(entries: QueEntry[]): void {
-    this.items.length = 0;
     this.byId.clear();
     for (const e of entries) this.byId.set(e.id, e);
-    this.items.push(...this.byId.values());
-    this.items.sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0));
+    this.items = [...this.byId.values()].sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0));
+    this.first = 0;
     this.reindex();
   }
 
   insert(e: QueEntry): void {
     if (this.byId.has(e.id)) this.remove(e.id);
-    let lo = 0;
-    let hi = this.items.length;
-    if (hi > 0 && !before(e, this.items[hi - 1]!)) lo = hi;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (before(this.items[mid]!, e)) lo = mid + 1;
-      else hi = mid;
-    }
-    this.items.splice(lo, 0, e);
+    const end = this.items.length;
+    if (end === this.first || !before(e, this.items[end - 1]!)) this.items.push(e);
+    else if (this.first > 0 && before(e, this.items[this.first]!)) this.items[--this.first] = e;
+    else this.items.splice(this.search(e), 0, e);
     this.byId.set(e.id, e);
     this.keySet(e)?.add(e.id);
   }
@@ -77,18 +74,32 @@ export class QueList {
   remove(id: string): QueEntry | undefined {
     const e = this.byId.get(id);
     if (!e) return undefined;
-    let lo = 0;
+    if (this.items[this.first] === e) {
+      this.items[this.first++] = undefined as unknown as QueEntry;
+      if (this.first > 1024 && this.first * 2 > this.items.length) {
+        this.items = this.items.slice(this.first);
+        this.first = 0;
+      }
+    } else {
+      const at = this.search(e);
+      if (this.items[at] !== e) throw new Error(`que list out of order at ${id}`);
+      this.items.splice(at, 1);
+    }
+    this.byId.delete(id);
+    this.keySet(e)?.delete(id);
+    return e;
+  }
+
+  /** The index of the first live entry not before `e`. */
+  private search(e: QueEntry): number {
+    let lo = this.first;
     let hi = this.items.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       if (before(this.items[mid]!, e)) lo = mid + 1;
       else hi = mid;
     }
-    if (this.items[lo] !== e) throw new Error(`que list out of order at ${id}`);
-    this.items.splice(lo, 1);
-    this.byId.delete(id);
-    this.keySet(e)?.delete(id);
-    return e;
+    return lo;
   }
 
   /** Set the coalescing params; rebuilds the key index. */
@@ -114,6 +125,6 @@ export class QueList {
 
   private reindex(): void {
     this.byKey.clear();
-    for (const e of this.items) this.keySet(e)?.add(e.id);
+    for (const e of this) this.keySet(e)?.add(e.id);
   }
 }

@@ -17,7 +17,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { RqError, coerceError, errnoCode } from '../domain/errors.js';
 import { fullId, hostUrl, isSafeId, type HostInfo } from '../domain/ids.js';
-import { PARAM_KEYS, buildMessage, isPlainObject, type Message, type MessageInput } from '../domain/message.js';
+import { PARAM_KEYS, buildMessage, type Message, type MessageInput } from '../domain/message.js';
 import { isValidQueueName } from '../domain/names.js';
 import { parseQueueConfig, type QueueConfig } from '../domain/queue-config.js';
 import type { State } from '../domain/states.js';
@@ -32,7 +32,7 @@ import { isCompletion, parseLine, type Completion, type WorkerReport } from '../
 import {
   commandArgv,
   isRunnable,
-  processStartTicks,
+  isSameWorker,
   resolveScript,
   spawnWorker,
   type RunningWorker,
@@ -48,17 +48,28 @@ export type OperStatus = 'UP' | 'SCRIPTERROR';
 const KILL_GRACE_MS = 5_000;
 /** Admin flags are re-read at least this often (spec/rq.md §2.4: every 5 s). */
 const TICK_MS = 1_000;
+/**
+ * A running message's `status` file is rewritten at most this often; the last line of a
+ * run is always written, durably, with the move out of `run`.
+ */
+const STATUS_WRITE_MS = 50;
+/** How long a successful check of the script (real path, executable) is trusted. */
+const SCRIPT_CHECK_MS = 1_000;
 
 interface RunEntry {
   id: string;
   msg: Message;
   worker?: RunningWorker;
   /** A worker from before a restart, still alive; we wait for it to exit. */
-  orphan?: { pid: number; ticks: string };
+  orphan?: { pid: number; pidFileMs: number };
   first?: Completion;
   /** The worker has exited and the move out of `run` is being committed. */
   finishing: boolean;
+  /** The last status line, and whether any line came (no line: the status file is left alone). */
   jobStatus: JobStatus;
+  hasStatus?: boolean;
+  /** A status write is scheduled (they are throttled to one per STATUS_WRITE_MS). */
+  statusTimer?: NodeJS.Timeout | undefined;
   timers: NodeJS.Timeout[];
   timedOutAfterSec?: number;
 }
@@ -121,6 +132,9 @@ export class QueueEngine {
   private dueTimerAt = Infinity;
   private tick: NodeJS.Timeout | undefined;
   private journalLines = 0;
+  /** The environment every worker starts from (process env + env_vars), built per config. */
+  private baseEnv: NodeJS.ProcessEnv = {};
+  private script: { real: string; checkedAt: number } | undefined;
   /** Ids moved back from run/ at start-up: their index entries may be stale. */
   private readonly recoveredFromRun = new Set<string>();
   private stopped = false;
@@ -129,7 +143,18 @@ export class QueueEngine {
     this.d = deps;
     this.name = deps.layout.name;
     this.config = config;
-    this.que.setCoalesceParams(config.coalesce_params);
+    this.applyConfig();
+  }
+
+  /** Derived state of the config: coalescing index, worker environment, script check. */
+  private applyConfig(): void {
+    this.que.setCoalesceParams(this.config.coalesce_params);
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env['RUBYOPT'];
+    delete env['UV_THREADPOOL_SIZE'];
+    for (const [k, v] of Object.entries(this.config.env_vars)) if (!k.startsWith('RQ_')) env[k] = v;
+    this.baseEnv = env;
+    this.script = undefined;
   }
 
   // ───────────────────────────── lifecycle ─────────────────────────────
@@ -208,14 +233,14 @@ export class QueueEngine {
   }
 
   /** A worker from before a restart that is still the same live process. */
-  private liveOrphan(id: string): { pid: number; ticks: string } | undefined {
-    const dir = this.d.layout.msgDir('run', id);
+  private liveOrphan(id: string): { pid: number; pidFileMs: number } | undefined {
+    const file = path.join(this.d.layout.msgDir('run', id), 'pid');
     try {
-      const pid = Number(fs.readFileSync(path.join(dir, 'pid'), 'utf8'));
-      const ticks = fs.readFileSync(path.join(dir, 'pid.start'), 'utf8');
-      if (Number.isInteger(pid) && pid > 0 && processStartTicks(pid) === ticks) return { pid, ticks };
+      const pid = Number(fs.readFileSync(file, 'utf8'));
+      const pidFileMs = fs.statSync(file).mtimeMs;
+      if (Number.isInteger(pid) && pid > 0 && isSameWorker(pid, pidFileMs)) return { pid, pidFileMs };
     } catch {
-      // no pid file, or none with a start time: the worker is gone
+      // no pid file: the worker never started or is gone
     }
     this.recoveredFromRun.add(id);
     return undefined;
@@ -234,7 +259,7 @@ export class QueueEngine {
     try {
       const text = fs.readFileSync(this.d.layout.configFile, 'utf8');
       this.config = parseQueueConfig(text, this.d.layout.configFile);
-      this.que.setCoalesceParams(this.config.coalesce_params);
+      this.applyConfig();
       this.d.log.info({ config: this.config }, 'config reloaded');
     } catch (e) {
       this.d.log.error({ err: coerceError(e).message }, 'config reload failed; keeping the old config');
@@ -660,9 +685,9 @@ export class QueueEngine {
   /** Spawn the script for a run entry; on a missing script the queue shows SCRIPTERROR. */
   private spawnFor(run: RunEntry): boolean {
     const { root, layout, log } = this.d;
-    const realScript = resolveScript(root.root, this.config.script);
-    if (!isRunnable(realScript)) {
-      if (this.oper !== 'SCRIPTERROR') log.error({ script: this.config.script, real: realScript }, 'script is not executable: SCRIPTERROR');
+    const realScript = this.runnableScript();
+    if (realScript === undefined) {
+      if (this.oper !== 'SCRIPTERROR') log.error({ script: this.config.script }, 'script is not executable: SCRIPTERROR');
       this.oper = 'SCRIPTERROR';
       return false;
     }
@@ -690,7 +715,6 @@ export class QueueEngine {
     this.oper = 'UP';
     fs.writeFileSync(path.join(dir, 'pid.tmp'), String(worker.pid));
     fs.renameSync(path.join(dir, 'pid.tmp'), path.join(dir, 'pid'));
-    fs.writeFileSync(path.join(dir, 'pid.start'), processStartTicks(worker.pid) ?? '');
     if (this.config.timeout !== null) {
       const timeoutSec = this.config.timeout;
       run.timers.push(
@@ -706,21 +730,27 @@ export class QueueEngine {
     return true;
   }
 
+  /** The script's real path if it is runnable (checked at most once a second), else undefined. */
+  private runnableScript(): string | undefined {
+    const now = Date.now();
+    if (this.script && now - this.script.checkedAt < SCRIPT_CHECK_MS) return this.script.real;
+    const real = resolveScript(this.d.root.root, this.config.script);
+    this.script = isRunnable(real) ? { real, checkedAt: now } : undefined;
+    return this.script?.real;
+  }
+
   /** While SCRIPTERROR: spawn the runs that have no worker once the script is runnable. */
   private retryStuckRuns(): void {
     for (const r of this.run.values()) {
       if (!r.worker && !r.orphan && !r.finishing && !this.spawnFor(r)) return;
     }
-    if (this.oper === 'SCRIPTERROR' && isRunnable(resolveScript(this.d.root.root, this.config.script))) this.oper = 'UP';
+    if (this.oper === 'SCRIPTERROR' && this.runnableScript() !== undefined) this.oper = 'UP';
   }
 
   /** The worker's environment (spec/rq.md §3.2). */
   private workerEnv(msg: Message, realScript: string): NodeJS.ProcessEnv {
     const { host, layout } = this.d;
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    delete env['RUBYOPT'];
-    delete env['UV_THREADPOOL_SIZE'];
-    for (const [k, v] of Object.entries(this.config.env_vars)) if (!k.startsWith('RQ_')) env[k] = v;
+    const env: NodeJS.ProcessEnv = { ...this.baseEnv };
     const dest = typeof msg.dest === 'string' ? msg.dest : JSON.stringify(msg.dest);
     const base = `http://${host.host}:${host.port}`;
     const destUrl = dest.startsWith('http:') ? dest : dest.startsWith('/q/') ? `${base}${dest}` : `${base}/q/${dest}`;
@@ -756,12 +786,9 @@ export class QueueEngine {
   private onLine(run: RunEntry, line: string): void {
     const report: WorkerReport = parseLine(line);
     run.jobStatus = report.text;
+    run.hasStatus = true;
+    run.statusTimer ??= setTimeout(() => this.writeRunStatus(run), STATUS_WRITE_MS);
     const { store, log } = this.d;
-    try {
-      store.writeStatus('run', run.id, report.text);
-    } catch (e) {
-      log.warn({ msg_id: run.id, err: coerceError(e).message }, 'cannot write status');
-    }
     if (report.kind === 'resend') {
       run.msg.due = nowSec() + report.delaySec;
       run.msg.count = (run.msg.count ?? 0) + 1;
@@ -774,6 +801,16 @@ export class QueueEngine {
     if (isCompletion(report)) run.first ??= report;
     if (report.kind === 'dup') {
       void this.dup(run, report).then((reply) => run.worker?.reply(reply));
+    }
+  }
+
+  private writeRunStatus(run: RunEntry): void {
+    run.statusTimer = undefined;
+    if (run.finishing) return;
+    try {
+      this.d.store.writeStatus('run', run.id, run.jobStatus);
+    } catch (e) {
+      this.d.log.warn({ msg_id: run.id, err: coerceError(e).message }, 'cannot write status');
     }
   }
 
@@ -797,8 +834,12 @@ export class QueueEngine {
   private async finishRun(run: RunEntry, outcome: RunOutcome): Promise<void> {
     const { store, layout, log } = this.d;
     const dir = layout.msgDir('run', run.id);
+    if (run.statusTimer) clearTimeout(run.statusTimer);
+    run.statusTimer = undefined;
     fs.rmSync(path.join(dir, 'pid'), { force: true });
-    fs.rmSync(path.join(dir, 'pid.start'), { force: true });
+    // The status to commit with the move: the outcome's, else the run's last line.
+    const status: { status?: JobStatus } =
+      'status' in outcome && outcome.status !== undefined ? { status: outcome.status } : run.hasStatus ? { status: run.jobStatus } : {};
     const dups = this.held.get(run.id) ?? [];
     this.held.delete(run.id);
     for (const d of dups) this.heldIds.delete(d.id);
@@ -820,18 +861,18 @@ export class QueueEngine {
           }
         }
         if (moved.length > 0) msg.dups = moved;
-        await store.move(run.id, 'run', to, moved.length > 0 ? { msg } : {});
+        await store.move(run.id, 'run', to, { ...status, ...(moved.length > 0 ? { msg } : {}) });
         this.counts[to]++;
       } else {
         for (const d of dups) this.que.insert(d);
         delete msg.dups;
         if (to === 'que') {
           msg.due = nowSec() + (outcome.state === 'que' ? outcome.delaySec : 0);
-          await store.move(run.id, 'run', 'que', { msg });
+          await store.move(run.id, 'run', 'que', { ...status, msg });
           this.que.insert(entryFromMessage(msg));
           this.journalLines++;
         } else {
-          await store.move(run.id, 'run', 'err', outcome.status !== undefined ? { status: outcome.status } : {});
+          await store.move(run.id, 'run', 'err', status);
           this.errIds.add(run.id);
         }
       }
@@ -899,20 +940,26 @@ export class QueueEngine {
     }
   }
 
-  /** A hint (file watch) that `que/<id>` appeared or vanished outside this process. */
-  noticeQueEntry(id: string, attempt = 0): void {
-    if (!isSafeId(id) || id.startsWith('_') || this.que.has(id) || this.heldIds.has(id) || this.run.has(id)) return;
+  /**
+   * A hint (file watch) that `que/<id>` appeared or vanished. The queue's own renames
+   * are recognised from memory; a directory an operator dropped in is read and queued
+   * (retried while its `msg` is still being written), one removed by hand is forgotten.
+   */
+  noticeQueName(id: string, attempt = 0): void {
+    if (!isSafeId(id) || id.startsWith('_') || this.heldIds.has(id) || this.run.has(id)) return;
     const { store } = this.d;
+    if (this.que.has(id)) {
+      if (!store.exists('que', id)) this.que.remove(id);
+      return;
+    }
     if (!store.exists('que', id)) return;
     let msg: Message;
     try {
       msg = store.readMsg('que', id);
     } catch {
-      // still being written by hand: look again shortly
-      if (attempt < 20) setTimeout(() => this.noticeQueEntry(id, attempt + 1), 250).unref();
+      if (attempt < 20) setTimeout(() => this.noticeQueName(id, attempt + 1), 250).unref();
       return;
     }
-    if (!isPlainObject(msg) || this.que.has(id)) return;
     if (msg.due === undefined || msg.due === null) {
       msg.due = nowSec();
       store.writeMsg('que', id, msg);
@@ -920,7 +967,7 @@ export class QueueEngine {
     const entry = entryFromMessage(msg);
     void this.d.committer.commit({ journal: journalLine(entry) }).then(() => {
       this.journalLines++;
-      if (!this.que.has(id) && store.exists('que', id)) {
+      if (!this.que.has(id) && !this.run.has(id) && store.exists('que', id)) {
         this.que.insert(entry);
         this.d.log.info({ msg_id: id }, 'picked up a message added to que/ by hand');
         this.pump();
@@ -928,15 +975,10 @@ export class QueueEngine {
     });
   }
 
-  /** A hint that `que/<id>` vanished: drop it if it really is gone. */
-  noticeQueRemoval(id: string): void {
-    if (this.que.has(id) && !this.d.store.exists('que', id)) this.que.remove(id);
-  }
-
   /** Poll orphans (workers from before a restart): once gone, back to que. */
   checkOrphans(): void {
     for (const r of this.run.values()) {
-      if (!r.orphan || r.finishing || processStartTicks(r.orphan.pid) === r.orphan.ticks) continue;
+      if (!r.orphan || r.finishing || isSameWorker(r.orphan.pid, r.orphan.pidFileMs)) continue;
       r.finishing = true;
       this.d.log.info({ msg_id: r.id, worker_pid: r.orphan.pid }, 'worker from before the restart has exited; requeued');
       void this.finishRun(r, { state: 'que', delaySec: 0 });

@@ -9,7 +9,6 @@ process.env['UV_THREADPOOL_SIZE'] ??= '16';
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { watch } from 'chokidar';
 import { coerceError } from '../domain/errors.js';
 import { parseMainConfig } from '../domain/main-config.js';
 import { isValidQueueName } from '../domain/names.js';
@@ -20,6 +19,7 @@ import { createGroupCommitter } from '../store/group-commit.js';
 import { ensureQueueDirs, queueLayout, rootLayout } from '../store/layout.js';
 import { createMessageStore } from '../store/message-store.js';
 import { runCommand } from './commands.js';
+import { watchHints } from './hints.js';
 import { QueueEngine } from './queue-engine.js';
 
 const root = rootLayout(path.resolve(process.env['RQ_ROOT'] ?? process.cwd()));
@@ -99,18 +99,22 @@ if (process.channel) process.on('disconnect', () => exit(0));
 
 // Hints only: an operator dropping a message into que/ by hand, or touching a flag file.
 const queDir = layout.stateDir('que');
-const watcher = watch([queDir, root.configDir], { depth: 0, ignoreInitial: true });
-watcher.on('addDir', (p) => {
-  if (path.dirname(p) === queDir) engine.noticeQueEntry(path.basename(p));
-});
-watcher.on('unlinkDir', (p) => {
-  if (path.dirname(p) === queDir) engine.noticeQueRemoval(path.basename(p));
-});
-watcher.on('all', (_event, p) => {
-  if (path.dirname(p) === root.configDir && (p === layout.downFlag || p === layout.pauseFlag)) engine.refreshFlags();
-});
-// Entries that arrived before the watch was up were not reported: look once.
-watcher.on('ready', () => {
-  for (const id of fs.readdirSync(queDir)) engine.noticeQueEntry(id);
-});
-watcher.on('error', (e) => log.warn({ err: coerceError(e).message }, 'file watch failed; relying on the 1 s tick'));
+watchHints(
+  queDir,
+  root.configDir,
+  [path.basename(layout.downFlag), path.basename(layout.pauseFlag)],
+  {
+    queNames: (names) => {
+      for (const id of names) engine.noticeQueName(id);
+    },
+    queOverflow: () => {
+      for (const id of fs.readdirSync(queDir)) engine.noticeQueName(id);
+    },
+    flags: () => engine.refreshFlags(),
+  },
+  log,
+);
+// Entries that arrived between recovery's listing and the watch: look once, off the hot path.
+setTimeout(() => {
+  for (const id of fs.readdirSync(queDir)) engine.noticeQueName(id);
+}, 1000).unref();

@@ -22,7 +22,14 @@ export interface QueEntry {
   dueMs: number;
   dest: unknown;
   /** param1..param4, `null` when absent. */
-  params: unknown[];
+  params: readonly unknown[];
+}
+
+/** Most messages have no params: they share one array (100,000 entries stay small). */
+const NO_PARAMS: readonly unknown[] = Object.freeze([null, null, null, null]);
+
+function compactParams(params: readonly unknown[]): readonly unknown[] {
+  return params.every((p) => p === null) ? NO_PARAMS : params;
 }
 
 export function entryFromMessage(msg: Message): QueEntry {
@@ -31,7 +38,7 @@ export function entryFromMessage(msg: Message): QueEntry {
     due: msg.due,
     dueMs: dueMs(msg),
     dest: msg.dest,
-    params: PARAM_KEYS.map((k) => msg[k] ?? null),
+    params: compactParams(PARAM_KEYS.map((k) => msg[k] ?? null)),
   };
 }
 
@@ -53,7 +60,7 @@ export function readIndex(file: string): Map<string, QueEntry> {
     try {
       const [id, due, dest, params] = JSON.parse(line) as [string, unknown, unknown, unknown[]];
       if (typeof id === 'string' && Array.isArray(params)) {
-        out.set(id, { id, due, dueMs: dueMs({ due }), dest, params });
+        out.set(id, { id, due, dueMs: dueMs({ due }), dest, params: compactParams(params) });
       }
     } catch {
       // a torn line from a crash mid-append: the listing check repairs it

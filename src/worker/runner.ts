@@ -58,19 +58,34 @@ export function localTimestamp(at: Date): string {
   );
 }
 
+let bootTimeMs: number | undefined;
+
 /**
- * The start time of a live process in clock ticks since boot (`/proc/<pid>/stat` field
- * 22), which tells a live worker from a later process that reused its pid. A zombie (an
- * exited process nobody has reaped yet) counts as gone.
+ * When a live process started, in epoch ms (from `/proc/<pid>/stat` field 22 and the boot
+ * time), or undefined when there is no such process. A zombie (exited, not yet reaped)
+ * counts as gone. Precise to about a second, because the kernel gives the boot time in
+ * whole seconds.
  */
-export function processStartTicks(pid: number): string | undefined {
+export function processStartMs(pid: number): number | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[0] === 'Z' ? undefined : fields[19];
+    if (fields[0] === 'Z') return undefined;
+    bootTimeMs ??= Number(/^btime (\d+)$/m.exec(fs.readFileSync('/proc/stat', 'utf8'))?.[1]) * 1000;
+    return bootTimeMs + Number(fields[19]) * 10;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Whether `pid` is still the worker whose pid file was written at `pidFileMs`: alive, and
+ * started just before the file was written (a later process that reused the pid started
+ * after it). The window allows for the boot time's one-second precision.
+ */
+export function isSameWorker(pid: number, pidFileMs: number): boolean {
+  const started = processStartMs(pid);
+  return started !== undefined && started <= pidFileMs + 100 && started >= pidFileMs - 3_000;
 }
 
 export interface SpawnSpec {
