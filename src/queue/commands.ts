@@ -88,10 +88,6 @@ const COMMANDS: Record<string, Handler> = {
   clone_message: async (e, arg) => ['ok', await e.clone(msgId(arg))],
 };
 
-export function isCommand(name: string): boolean {
-  return Object.hasOwn(COMMANDS, name) || name === 'shutdown';
-}
-
 /**
  * Run one command and return its reply value. `argument` is the raw JSON text; a bad
  * one gets `["fail", reason]` instead of RQ's crash. Unknown commands get `[ "ERROR" ]`.

@@ -25,7 +25,7 @@ export interface HintHandlers {
   flags(): void;
 }
 
-export function watchHints(queDir: string, configDir: string, flagNames: readonly string[], h: HintHandlers, log: Logger): () => void {
+export function watchHints(queDir: string, configDir: string, flagNames: readonly string[], h: HintHandlers, log: Logger): void {
   let pending = new Set<string>();
   let overflow = false;
   let timer: NodeJS.Timeout | undefined;
@@ -52,9 +52,4 @@ export function watchHints(queDir: string, configDir: string, flagNames: readonl
   });
   que.on('error', onError);
   config.on('error', onError);
-  return () => {
-    if (timer) clearTimeout(timer);
-    que.close();
-    config.close();
-  };
 }

@@ -9,14 +9,15 @@
  * table (commands.ts) only parses and renders.
  *
  * Dispatch happens straight from the event that frees a slot or makes a message ready:
- * a commit, a worker's exit, a due timer, or a flag change. A 5 s tick re-reads the
- * admin flags and retries a script that was not runnable (SCRIPTERROR).
+ * a commit, a worker's exit, a due timer, or a flag change. A 1 s tick re-reads the
+ * admin flags, watches workers left from before a restart, and retries a script that
+ * was not runnable (SCRIPTERROR).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { RqError, coerceError, errnoCode } from '../domain/errors.js';
-import { fullId, hostUrl, isSafeId, type HostInfo } from '../domain/ids.js';
+import { fullId, hostUrl, isSafeId, isShortId, type HostInfo } from '../domain/ids.js';
 import { PARAM_KEYS, buildMessage, type Message, type MessageInput } from '../domain/message.js';
 import { isValidQueueName } from '../domain/names.js';
 import { parseQueueConfig, type QueueConfig } from '../domain/queue-config.js';
@@ -33,6 +34,7 @@ import {
   commandArgv,
   isRunnable,
   isSameWorker,
+  killGroup,
   resolveScript,
   spawnWorker,
   type RunningWorker,
@@ -131,13 +133,9 @@ export class QueueEngine {
   private dueTimer: NodeJS.Timeout | undefined;
   private dueTimerAt = Infinity;
   private tick: NodeJS.Timeout | undefined;
-  private journalLines = 0;
   /** The environment every worker starts from (process env + env_vars), built per config. */
   private baseEnv: NodeJS.ProcessEnv = {};
   private script: { real: string; checkedAt: number } | undefined;
-  /** Ids moved back from run/ at start-up: their index entries may be stale. */
-  private readonly recoveredFromRun = new Set<string>();
-  private stopped = false;
 
   constructor(deps: EngineDeps, config: QueueConfig) {
     this.d = deps;
@@ -169,7 +167,8 @@ export class QueueEngine {
     const { store, layout } = this.d;
     store.sweepTemp();
     this.prep = store.listFlat('prep').sort().reverse();
-    const reindex: QueEntry[] = [];
+    // Ids moved back from run/: their index entries predate the run (a resend changes due).
+    const fromRun = new Set<string>();
     for (const id of store.listFlat('run')) {
       const orphan = this.liveOrphan(id);
       if (orphan) {
@@ -183,15 +182,17 @@ export class QueueEngine {
       }
       try {
         fs.renameSync(layout.msgDir('run', id), layout.msgDir('que', id));
+        fromRun.add(id);
       } catch (e) {
         this.d.log.error({ msg_id: id, err: coerceError(e).message }, 'cannot move run message back to que');
       }
     }
     const index = readIndex(layout.indexFile);
     const entries: QueEntry[] = [];
+    const reindex: QueEntry[] = [];
     for (const id of store.listFlat('que')) {
-      let entry = index.get(id);
-      if (!entry || this.wasRunning(id)) {
+      let entry = fromRun.has(id) ? undefined : index.entries.get(id);
+      if (!entry) {
         try {
           const msg = store.readMsg('que', id);
           if (msg.due === undefined || msg.due === null) {
@@ -208,28 +209,19 @@ export class QueueEngine {
       entries.push(entry);
     }
     this.que.load(entries);
-    this.d.committer.setJournal(layout.indexFile);
-    if (reindex.length > 0) {
-      fs.appendFileSync(layout.indexFile, reindex.map(journalLine).join(''));
-      const fd = fs.openSync(layout.indexFile, 'r');
-      fs.fsyncSync(fd);
-      fs.closeSync(fd);
-    }
-    this.journalLines = index.size + reindex.length;
+    this.d.committer.setJournal(layout.indexFile, index.lines);
+    if (reindex.length > 0) this.journal(reindex.map(journalLine).join(''));
     this.refreshFlags();
     this.pump();
-    // Off the critical path: counts of the final states, and a compact index.
+    // Off the critical path: counts of the final states, and a compact index if it is not.
+    const stale = index.lines !== entries.length || reindex.length > 0;
     setImmediate(() => {
       for (const id of store.listFlat('err')) this.errIds.add(id);
       this.counts = { done: store.countHashed('done'), relayed: store.countHashed('relayed') };
-      this.maybeCompactIndex(true);
+      if (stale) this.compactIndex();
     });
     this.tick = setInterval(() => this.onTick(), TICK_MS);
     this.tick.unref();
-  }
-
-  private wasRunning(id: string): boolean {
-    return this.recoveredFromRun.has(id);
   }
 
   /** A worker from before a restart that is still the same live process. */
@@ -242,16 +234,14 @@ export class QueueEngine {
     } catch {
       // no pid file: the worker never started or is gone
     }
-    this.recoveredFromRun.add(id);
     return undefined;
   }
 
-  /** Stop timers. Workers are left running (spec/rq.md §4.3: TERM exits at once). */
-  stop(): void {
-    this.stopped = true;
-    if (this.tick) clearInterval(this.tick);
-    if (this.dueTimer) clearTimeout(this.dueTimer);
-    for (const r of this.run.values()) for (const t of r.timers) clearTimeout(t);
+  /** Append index lines durably; the index is a cache, so a failure is only logged. */
+  private journal(lines: string): Promise<void> {
+    return this.d.committer.commit({ journal: lines }).catch((e: unknown) => {
+      this.d.log.warn({ err: coerceError(e).message }, 'cannot append to the que index');
+    });
   }
 
   /** SIGHUP: re-read config.json. A bad file keeps the old config and says why. */
@@ -271,7 +261,7 @@ export class QueueEngine {
     this.refreshFlags();
     this.checkOrphans();
     this.pump();
-    this.maybeCompactIndex(false);
+    if (this.d.committer.journalLines() > Math.max(50_000, this.que.size * 4)) this.compactIndex();
   }
 
   // ───────────────────────────── status ─────────────────────────────
@@ -354,8 +344,9 @@ export class QueueEngine {
     if (this.prep.includes(id)) return 'prep';
     if (store.exists('que', id)) return 'que';
     if (this.run.has(id)) return 'run';
-    if (store.exists('done', id)) return 'done';
-    if (store.exists('relayed', id)) return 'relayed';
+    // A hashed lookup needs the id pattern: its path is derived from it (spec/rq.md §1.8).
+    if (isShortId(id) && store.exists('done', id)) return 'done';
+    if (isShortId(id) && store.exists('relayed', id)) return 'relayed';
     if (store.exists('err', id)) return 'err';
     return undefined;
   }
@@ -421,7 +412,6 @@ export class QueueEngine {
       return;
     }
     this.que.insert(entryFromMessage(msg));
-    this.journalLines++;
     this.d.log.debug({ msg_id: msg.msg_id }, 'message queued');
     this.pump();
   }
@@ -557,26 +547,15 @@ export class QueueEngine {
 
   /** destroy_message: TERM the running worker's process group (RQ signalled only the pid). */
   destroy(id: string): void {
+    if (!isSafeId(id)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
     let pid: number;
     try {
       pid = Number(fs.readFileSync(path.join(this.d.layout.msgDir('run', id), 'pid'), 'utf8'));
     } catch {
       throw new RqError('RQ_NOT_FOUND', 'msg not found');
     }
-    if (!isSafeId(id) || !Number.isInteger(pid) || pid <= 0) throw new RqError('RQ_NOT_FOUND', 'msg not found');
-    const entry = this.run.get(id);
-    if (entry?.worker) entry.worker.kill('SIGTERM');
-    else {
-      try {
-        process.kill(-pid, 'SIGTERM');
-      } catch {
-        try {
-          process.kill(pid, 'SIGTERM');
-        } catch {
-          // already gone
-        }
-      }
-    }
+    if (!Number.isInteger(pid) || pid <= 0) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    killGroup(pid, 'SIGTERM');
     this.d.log.info({ msg_id: id, worker_pid: pid }, 'message destroyed');
   }
 
@@ -592,8 +571,7 @@ export class QueueEngine {
     const msg = this.d.store.readMsg('que', id);
     msg.due = due;
     this.d.store.writeMsg('que', id, msg);
-    await this.d.committer.commit({ journal: journalLine(entryFromMessage(msg)) });
-    this.journalLines++;
+    await this.journal(journalLine(entryFromMessage(msg)));
     if (this.que.has(id)) this.que.insert(entryFromMessage(msg));
     this.pump();
   }
@@ -611,7 +589,6 @@ export class QueueEngine {
    * starts when it is due, a slot is free, and no running message has its blocking key.
    */
   pump(): void {
-    if (this.stopped) return;
     if (this.oper === 'SCRIPTERROR') this.retryStuckRuns();
     if (this.status() !== 'UP') return;
     while (this.liveWorkers() < this.config.num_workers) {
@@ -866,11 +843,10 @@ export class QueueEngine {
       } else {
         for (const d of dups) this.que.insert(d);
         delete msg.dups;
-        if (to === 'que') {
-          msg.due = nowSec() + (outcome.state === 'que' ? outcome.delaySec : 0);
+        if (outcome.state === 'que') {
+          msg.due = nowSec() + outcome.delaySec;
           await store.move(run.id, 'run', 'que', { ...status, msg });
           this.que.insert(entryFromMessage(msg));
-          this.journalLines++;
         } else {
           await store.move(run.id, 'run', 'err', status);
           this.errIds.add(run.id);
@@ -904,8 +880,8 @@ export class QueueEngine {
     const reason = (reply: unknown): string => (Array.isArray(reply) ? String(reply[1]) : String(reply));
     const isOk = (reply: unknown): reply is [string, string] => Array.isArray(reply) && reply[0] === 'ok';
     try {
-      const attachDir = path.join(this.d.layout.msgDir('run', run.id), 'attach');
-      const names = attachmentNames(path.dirname(attachDir));
+      const dir = this.d.layout.msgDir('run', run.id);
+      const names = attachmentNames(dir);
       if (names.length === 0) {
         const reply = await call(target, 'create_message', input);
         return isOk(reply) ? `ok ${reply[1]}` : `fail dup failed - ${reason(reply)}`;
@@ -913,7 +889,7 @@ export class QueueEngine {
       const prep = await call(target, 'prep_message', input);
       if (!isOk(prep)) return `fail dup failed - prep fail ${reason(prep)}`;
       for (const name of names) {
-        const att = await call(target, 'attach_message', { msg_id: prep[1], pathname: path.join(attachDir, name), name });
+        const att = await call(target, 'attach_message', { msg_id: prep[1], pathname: path.join(dir, 'attach', name), name });
         if (!isOk(att)) return `fail dup failed - attach fail ${reason(att)}`;
       }
       const commit = await call(target, 'commit_message', { msg_id: prep[1] });
@@ -926,15 +902,13 @@ export class QueueEngine {
 
   // ───────────────────────────── index upkeep ─────────────────────────────
 
-  /** Rewrite the que index when it has grown well past the live que (or at start-up). */
-  private maybeCompactIndex(force: boolean): void {
-    if (!force && this.journalLines < Math.max(50_000, this.que.size * 4)) return;
+  /** Rewrite the que index with exactly the waiting messages (held duplicates included). */
+  private compactIndex(): void {
     try {
       const entries = [...this.que];
       for (const list of this.held.values()) entries.push(...list);
       writeIndex(this.d.layout.indexFile, entries);
-      this.d.committer.setJournal(this.d.layout.indexFile);
-      this.journalLines = entries.length;
+      this.d.committer.setJournal(this.d.layout.indexFile, entries.length);
     } catch (e) {
       this.d.log.warn({ err: coerceError(e).message }, 'cannot compact the que index');
     }
@@ -965,8 +939,7 @@ export class QueueEngine {
       store.writeMsg('que', id, msg);
     }
     const entry = entryFromMessage(msg);
-    void this.d.committer.commit({ journal: journalLine(entry) }).then(() => {
-      this.journalLines++;
+    void this.journal(journalLine(entry)).then(() => {
       if (!this.que.has(id) && !this.run.has(id) && store.exists('que', id)) {
         this.que.insert(entry);
         this.d.log.info({ msg_id: id }, 'picked up a message added to que/ by hand');

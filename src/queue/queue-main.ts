@@ -78,6 +78,25 @@ function exit(code: number): never {
   process.exit(code);
 }
 
+// Hints only: an operator dropping a message into que/ by hand, or touching a flag file.
+// Watching before recovery lists que/ leaves no gap for an entry to slip through.
+const queDir = layout.stateDir('que');
+watchHints(
+  queDir,
+  root.configDir,
+  [path.basename(layout.downFlag), path.basename(layout.pauseFlag)],
+  {
+    queNames: (names) => {
+      for (const id of names) engine.noticeQueName(id);
+    },
+    queOverflow: () => {
+      for (const id of fs.readdirSync(queDir)) engine.noticeQueName(id);
+    },
+    flags: () => engine.refreshFlags(),
+  },
+  log,
+);
+
 engine.start();
 
 const server = createRpcServer(async (command, argument) => {
@@ -97,24 +116,3 @@ process.on('SIGINT', () => exit(0));
 process.on('SIGHUP', () => engine.reload());
 if (process.channel) process.on('disconnect', () => exit(0));
 
-// Hints only: an operator dropping a message into que/ by hand, or touching a flag file.
-const queDir = layout.stateDir('que');
-watchHints(
-  queDir,
-  root.configDir,
-  [path.basename(layout.downFlag), path.basename(layout.pauseFlag)],
-  {
-    queNames: (names) => {
-      for (const id of names) engine.noticeQueName(id);
-    },
-    queOverflow: () => {
-      for (const id of fs.readdirSync(queDir)) engine.noticeQueName(id);
-    },
-    flags: () => engine.refreshFlags(),
-  },
-  log,
-);
-// Entries that arrived between recovery's listing and the watch: look once, off the hot path.
-setTimeout(() => {
-  for (const id of fs.readdirSync(queDir)) engine.noticeQueName(id);
-}, 1000).unref();

@@ -36,15 +36,17 @@ interface Pending {
 
 export interface GroupCommitter {
   commit(op: CommitOp): Promise<void>;
-  /** Open (or reopen) the journal the ops append to. */
-  setJournal(path: string): void;
-  close(): void;
+  /** Open (or reopen) the journal the ops append to; it holds `lines` lines already. */
+  setJournal(path: string, lines: number): void;
+  /** Lines in the journal: those it held when opened, plus every line appended since. */
+  journalLines(): number;
 }
 
 export function createGroupCommitter(): GroupCommitter {
   let pending: Pending[] = [];
   let flushing = false;
   let journalFd: number | undefined;
+  let journalLines = 0;
   const dirFds = new Map<string, number>();
 
   function dirFd(dir: string): number {
@@ -72,6 +74,7 @@ export function createGroupCommitter(): GroupCommitter {
       const syncs: Array<Promise<void>> = fds.map((fd) => fsyncAsync(fd));
       if (journal && journalFd !== undefined) {
         fs.writeSync(journalFd, journal);
+        for (let i = journal.indexOf('\n'); i >= 0; i = journal.indexOf('\n', i + 1)) journalLines++;
         syncs.push(fdatasyncAsync(journalFd));
       }
       await Promise.all(syncs);
@@ -121,14 +124,11 @@ export function createGroupCommitter(): GroupCommitter {
         if (pending.length === 1) setImmediate(kick);
       });
     },
-    setJournal(path) {
+    setJournal(path, lines) {
       if (journalFd !== undefined) fs.closeSync(journalFd);
       journalFd = fs.openSync(path, 'a');
+      journalLines = lines;
     },
-    close() {
-      if (journalFd !== undefined) fs.closeSync(journalFd);
-      journalFd = undefined;
-      closeDirFds();
-    },
+    journalLines: () => journalLines,
   };
 }

@@ -133,6 +133,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
 
     async move(id, from, to, opts = {}) {
       if (!isLegalMove(from, to)) throw new RqError('RQ_NOT_IN_STATE', `illegal move ${from} → ${to} for ${id}`);
+      if (to === 'que' && !opts.msg) throw new RqError('RQ_BAD_MESSAGE', `moving ${id} to que needs its message`);
       const src = q.msgDir(from, id);
       const dst = q.msgDir(to, id);
       const fds: number[] = [];
@@ -156,11 +157,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       const syncDirs = HASHED_STATES.has(to) ? ensureHashedParent(dst) : [q.stateDir(to)];
       if (renames.length > 0) syncDirs.push(dst);
       renames.push([src, dst]);
-      let journal: string | undefined;
-      if (to === 'que') {
-        if (!opts.msg) throw new RqError('RQ_BAD_MESSAGE', `moving ${id} to que needs its message`);
-        journal = journalLine(entryFromMessage(opts.msg));
-      }
+      const journal = to === 'que' && opts.msg ? journalLine(entryFromMessage(opts.msg)) : undefined;
       try {
         await committer.commit({ fsyncFds: fds, renames, syncDirs, ...(journal ? { journal } : {}) });
       } catch (e) {

@@ -46,17 +46,22 @@ export function journalLine(e: QueEntry): string {
   return `${JSON.stringify([e.id, e.due, e.dest, e.params])}\n`;
 }
 
-/** Read the journal; later lines win. A torn last line (crash mid-append) is skipped. */
-export function readIndex(file: string): Map<string, QueEntry> {
+/**
+ * Read the journal; later lines win. A torn last line (crash mid-append) is skipped.
+ * `lines` counts every line, so a caller can tell a compact journal from a stale one.
+ */
+export function readIndex(file: string): { entries: Map<string, QueEntry>; lines: number } {
   const out = new Map<string, QueEntry>();
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch {
-    return out;
+    return { entries: out, lines: 0 };
   }
+  let lines = 0;
   for (const line of text.split('\n')) {
     if (!line) continue;
+    lines++;
     try {
       const [id, due, dest, params] = JSON.parse(line) as [string, unknown, unknown, unknown[]];
       if (typeof id === 'string' && Array.isArray(params)) {
@@ -66,7 +71,7 @@ export function readIndex(file: string): Map<string, QueEntry> {
       // a torn line from a crash mid-append: the listing check repairs it
     }
   }
-  return out;
+  return { entries: out, lines };
 }
 
 /** Replace the journal with exactly these entries, durably. */

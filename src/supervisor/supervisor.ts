@@ -330,9 +330,7 @@ export class Supervisor {
     }
     if (!isPlainObject(raw)) return ['fail', 'queue not created'];
     const name = raw['name'];
-    if (typeof name === 'string' && (this.queues.has(name) || (isValidQueueName(name) && fs.existsSync(path.join(this.o.root.queuesDir, name))))) {
-      return ['fail', 'already created'];
-    }
+    if (typeof name === 'string' && this.isTaken(name)) return ['fail', 'already created'];
     if (!isValidQueueName(name)) return ['fail', 'queue name has invalid characters'];
     const config = normaliseQueueConfig(raw);
     const scriptProblem = this.scriptProblem(config.script);
@@ -363,9 +361,7 @@ export class Supervisor {
     const fail = validateLinkedConfig(raw);
     if (fail) return ['fail', fail];
     const name = raw['name'] as string;
-    if (this.queues.has(name) || (isValidQueueName(name) && fs.existsSync(path.join(this.o.root.queuesDir, name)))) {
-      return ['fail', 'queue is already running'];
-    }
+    if (this.isTaken(name)) return ['fail', 'queue is already running'];
     if (!isValidQueueName(name)) return ['fail', 'queue name has invalid characters'];
     const scriptProblem = this.scriptProblem(raw['script'] as string);
     if (scriptProblem) return ['fail', scriptProblem];
@@ -375,6 +371,11 @@ export class Supervisor {
     await this.startQueue(name);
     this.o.log.info({ queue: name, config: file }, 'queue created by link');
     return ['success', 'queue created - awesome'];
+  }
+
+  /** A queue of this name runs, or its directory exists (perhaps left by hand). */
+  private isTaken(name: string): boolean {
+    return this.queues.has(name) || (isValidQueueName(name) && fs.existsSync(path.join(this.o.root.queuesDir, name)));
   }
 
   /**

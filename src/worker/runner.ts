@@ -88,6 +88,19 @@ export function isSameWorker(pid: number, pidFileMs: number): boolean {
   return started !== undefined && started <= pidFileMs + 100 && started >= pidFileMs - 3_000;
 }
 
+/** Signal a worker's process group, or the process alone if it has no group of its own. */
+export function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
 export interface SpawnSpec {
   argv: string[];
   cwd: string;
@@ -178,16 +191,6 @@ export function spawnWorker(spec: SpawnSpec): RunningWorker {
     reply(line) {
       if (!replyPipe.destroyed && replyPipe.writable) replyPipe.write(`${line}\n`);
     },
-    kill(signal) {
-      try {
-        process.kill(-pid, signal);
-      } catch {
-        try {
-          process.kill(pid, signal);
-        } catch {
-          // already gone
-        }
-      }
-    },
+    kill: (signal) => killGroup(pid, signal),
   };
 }

@@ -89,6 +89,23 @@ describe('recovery', () => {
     expect(await t.state('r', id)).toBe('que');
   });
 
+  it('a run that resent before the crash keeps its new due time, not its stale index entry', async () => {
+    t.addQueue({ name: 'r', script: './resend-hang.sh' });
+    fs.writeFileSync(path.join(t.root, 'resend-hang.sh'), '#!/bin/sh\necho "resend 3600-later" >&3\nexec sleep 1000\n', { mode: 0o755 });
+    await t.start('r');
+    const id = await t.send('r', {});
+    await waitFor(async () => ((await t.message('r', id))['count'] as number) === 1, 5000, 'the resend to be saved');
+    const pid = runPid('r', id);
+    await t.kill9('r');
+    process.kill(-pid, 'SIGKILL');
+    await waitFor(() => !pidAlive(pid));
+    await t.start('r');
+    const [entry] = (await t.rpc('r', 'messages', { state: 'que' })) as Array<{ msg_id: string; due: number }>;
+    expect(entry!.msg_id).toBe(id);
+    expect(entry!.due).toBeGreaterThan(Date.now() / 1000 + 3500);
+    expect(await t.state('r', id)).toBe('que');
+  });
+
   it('recovers a long que from its index, with due times kept', async () => {
     t.addQueue({ name: 'r', script: 'done.sh', num_workers: 0 });
     await t.start('r');

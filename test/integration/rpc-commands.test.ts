@@ -67,6 +67,10 @@ describe('queue process RPC', () => {
     expect(await t.rpcRaw('q1', 'create_message', '[1,2]')).toEqual(['fail', 'argument must be a JSON object, got [1,2]']);
     expect(await t.rpc('q1', 'get_message', {})).toEqual(['fail', "lacking 'msg_id' field"]);
     expect(await t.rpc('q1', 'get_message', { msg_id: '../../../etc' })).toEqual(['fail', 'msg not found']);
+    // A pid file reachable by traversal is never read, let alone signalled.
+    fs.mkdirSync(path.join(t.root, 'victim'));
+    fs.writeFileSync(path.join(t.root, 'victim', 'pid'), String(process.pid));
+    expect(await t.rpc('q1', 'destroy_message', { msg_id: '../../../victim' })).toEqual(['fail', 'msg not found']);
     expect(await t.rpc('q1', 'get_message', { msg_id: '20261121.0527.42.578.1' })).toEqual(['fail', 'msg not found']);
     expect(await t.rpc('q1', 'commit_message', { msg_id: '20261121.0527.42.578.100110011' })).toEqual(['fail', 'cannot find message']);
     expect(await t.rpc('q1', 'messages', { state: 'nope' })).toEqual(['fail', "invalid or missing 'state' field (nope)"]);
