@@ -6,6 +6,7 @@
  * One request and one reply per connection. A bad header drops the connection.
  */
 import net from 'node:net';
+import { coerceError } from '../domain/errors.js';
 
 const MAGIC = 'rq1 ';
 const HEADER_LEN = 13;
@@ -96,9 +97,17 @@ export function createRpcServer(handle: (command: string, argument: string) => P
         return;
       }
       const { command, argument } = splitRequest(r.payload);
+      const fail = (text: string): void => void sock.end(encodePacket(JSON.stringify(['fail', text])));
       void handle(command, argument).then(
-        (reply) => sock.end(encodePacket(reply)),
-        () => sock.end(encodePacket('["fail","internal error"]')),
+        (reply) => {
+          try {
+            sock.end(encodePacket(reply));
+          } catch (e) {
+            // A reply over the 8-digit length field: say so instead of crashing the server.
+            fail(coerceError(e).message);
+          }
+        },
+        () => fail('internal error'),
       );
     };
     sock.on('data', (c: Buffer) => {

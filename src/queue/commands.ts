@@ -3,23 +3,58 @@
  * engine's verb, render RQ's exact reply. This is the RPC front door's one mapping from
  * RqError to RQ's vocabulary: `["fail", <the error's RQ text>]`, except the attachment
  * deletions, which RQ answers with `[false, text]`.
+ *
+ * Beyond RQ, for the web: `messages` takes an `offset` (paging), and two commands are
+ * added: `search` (RQ's `GET /search` as a command, paged) and `stats` (counters since
+ * the queue process started).
  */
 import { RqError, coerceError } from '../domain/errors.js';
 import { parseFullId } from '../domain/ids.js';
 import { isPlainObject } from '../domain/message.js';
-import { isState } from '../domain/states.js';
+import { STATES, isState, type State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
-import type { QueueEngine } from './queue-engine.js';
+import type { QueueEngine, SearchQuery } from './queue-engine.js';
 
 type Handler = (engine: QueueEngine, arg: Record<string, unknown>) => unknown;
 
 /** Commands that answer even while the queue is admin DOWN. */
-const NO_DOWN_CHECK = new Set(['ping', 'uptime', 'config', 'status', 'shutdown', 'num_messages', 'messages']);
+const NO_DOWN_CHECK = new Set(['ping', 'uptime', 'config', 'status', 'shutdown', 'num_messages', 'messages', 'stats']);
 
 /** The short id of `msg_id`; a full id (message URL) is split with RQ's pattern. */
 function msgId(arg: Record<string, unknown>): string {
   if (!('msg_id' in arg)) throw new RqError('RQ_BAD_REQUEST', "lacking 'msg_id' field");
   return parseFullId(String(arg['msg_id'])).shortId;
+}
+
+/** An optional count (`offset`, `limit`): an integer >= 0; absent or null is undefined. */
+function optionalCount(arg: Record<string, unknown>, key: string): number | undefined {
+  const value = arg[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw new RqError('RQ_BAD_REQUEST', `'${key}' must be an integer >= 0, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/** The argument of `search`: `{"query": {field: text}?, "exact"?, "states"?, "offset"?, "limit"?}`. */
+function searchQuery(arg: Record<string, unknown>): SearchQuery {
+  const query = arg['query'] ?? {};
+  if (!isPlainObject(query) || !Object.values(query).every((v) => typeof v === 'string')) {
+    throw new RqError('RQ_BAD_REQUEST', `'query' must be an object of strings, got ${JSON.stringify(query)}`);
+  }
+  const exact = arg['exact'] ?? false;
+  if (typeof exact !== 'boolean') throw new RqError('RQ_BAD_REQUEST', `'exact' must be true or false, got ${JSON.stringify(exact)}`);
+  const states = arg['states'] ?? STATES;
+  if (!Array.isArray(states) || !states.every(isState)) {
+    throw new RqError('RQ_BAD_REQUEST', `'states' must be an array of states (${STATES.join(', ')}), got ${JSON.stringify(states)}`);
+  }
+  return {
+    query: query as Record<string, string>,
+    exact,
+    states: states as State[],
+    offset: optionalCount(arg, 'offset') ?? 0,
+    limit: optionalCount(arg, 'limit') ?? Infinity,
+  };
 }
 
 const COMMANDS: Record<string, Handler> = {
@@ -47,9 +82,13 @@ const COMMANDS: Record<string, Handler> = {
   messages: (e, arg) => {
     const state = arg['state'];
     if (!isState(state)) return ['fail', `invalid or missing 'state' field (${String(state ?? '')})`];
-    const limit = typeof arg['limit'] === 'number' && arg['limit'] >= 0 ? arg['limit'] : Infinity;
-    return e.messages(state, limit);
+    const offset = optionalCount(arg, 'offset');
+    const limit = optionalCount(arg, 'limit') ?? Infinity;
+    // RQ listed all of err whatever the limit (spec/rq.md §5.2); a paged call gets its page.
+    return e.messages(state, offset ?? 0, state === 'err' && offset === undefined ? Infinity : limit);
   },
+  search: async (e, arg) => ['ok', await e.search(searchQuery(arg))],
+  stats: (e) => e.stats.snapshot(),
   create_message: async (e, arg) => ['ok', await e.create(arg, 'que')],
   prep_message: async (e, arg) => ['ok', await e.create(arg, 'prep')],
   single_que: async (e, arg) => ['ok', await e.singleQue(arg)],

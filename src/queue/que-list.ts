@@ -48,8 +48,10 @@ export class QueList {
     return this.items[this.first];
   }
 
-  slice(limit: number): QueEntry[] {
-    return this.items.slice(this.first, this.first + limit);
+  /** At most `limit` entries in order, skipping the first `offset`: O(limit). */
+  slice(offset: number, limit: number): QueEntry[] {
+    const from = this.first + offset;
+    return this.items.slice(from, from + limit);
   }
 
   /** Replace the whole list (start-up recovery). */

@@ -12,6 +12,10 @@
  * a commit, a worker's exit, a due timer, or a flag change. A 1 s tick re-reads the
  * admin flags, watches workers left from before a restart, and retries a script that
  * was not runnable (SCRIPTERROR).
+ *
+ * Reads for the web go through the same memory: `messages` pages (offset, limit) are
+ * slices of the in-memory lists, and `search` checks what memory knows before it reads
+ * any file. Counters since start-up (`stats`) live in QueueStats.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -40,6 +44,8 @@ import {
   type RunningWorker,
 } from '../worker/runner.js';
 import { QueList, paramKey } from './que-list.js';
+import { QueueStats } from './queue-stats.js';
+import { SortedIds } from './sorted-ids.js';
 
 export const RQ_VERSION = '1.18.3';
 
@@ -57,11 +63,19 @@ const TICK_MS = 1_000;
 const STATUS_WRITE_MS = 50;
 /** How long a successful check of the script (real path, executable) is trusted. */
 const SCRIPT_CHECK_MS = 1_000;
+/** A search lets other events in after this many message reads. */
+const SEARCH_READS_PER_TURN = 256;
+/** The order in which `search` visits the states. */
+const SEARCH_ORDER: readonly State[] = ['run', 'que', 'prep', 'err', 'done', 'relayed'];
 
 interface RunEntry {
   id: string;
   msg: Message;
   worker?: RunningWorker;
+  /** When the worker was spawned (epoch ms), for the run-duration histogram. */
+  spawnedAt?: number;
+  /** Waiting for a runnable script (SCRIPTERROR); counted once as a spawn failure. */
+  waitsForScript?: boolean;
   /** A worker from before a restart, still alive; we wait for it to exit. */
   orphan?: { pid: number; pidFileMs: number };
   first?: Completion;
@@ -96,6 +110,53 @@ export interface MessageView extends Message {
   _attachments?: Record<string, { md5: string; size: number; path: string }>;
 }
 
+export interface SearchQuery {
+  /** Field of the read view → text; a message matches when every pair does. */
+  query: Readonly<Record<string, string>>;
+  exact: boolean;
+  states: readonly State[];
+  /** Matches to skip, then at most `limit` returned. */
+  offset: number;
+  limit: number;
+}
+
+export interface SearchResult {
+  messages: MessageView[];
+  /** Messages looked at, from memory or from their files. */
+  scanned: number;
+  /** The scan stopped at `limit` before looking at every message: more may match. */
+  truncated: boolean;
+}
+
+/** A field whose value memory does not know: the message's files must be read. */
+const UNKNOWN = Symbol('unknown');
+
+/**
+ * What memory knows of a field of a message's read view: `msg_id` and `state` always;
+ * `dest`, `due` and the params when there is an index entry (que, run).
+ */
+function knownField(state: State, id: string, entry: QueEntry | undefined, field: string): unknown {
+  if (field === 'msg_id') return id;
+  if (field === 'state') return state;
+  if (entry === undefined) return UNKNOWN;
+  if (field === 'dest') return entry.dest;
+  if (field === 'due') return entry.due;
+  const param = (PARAM_KEYS as readonly string[]).indexOf(field);
+  return param >= 0 ? entry.params[param] : UNKNOWN;
+}
+
+/**
+ * RQ's search match (spec/rq.md §7.3). Exact: equal to the text (Ruby's `==`, so a
+ * number or null never equals it). Otherwise: present and not null, and containing the
+ * text. RQ answered 500 for a substring query on a non-string field; here a non-string
+ * is matched on its JSON text (`"due": 1795238778` contains `"1795"`).
+ */
+function fieldMatches(value: unknown, text: string, exact: boolean): boolean {
+  if (exact) return value === text;
+  if (value === undefined || value === null) return false;
+  return (typeof value === 'string' ? value : JSON.stringify(value)).includes(text);
+}
+
 const nowSec = (): number => Math.floor(Date.now() / 1000);
 
 async function md5File(file: string): Promise<string> {
@@ -126,7 +187,9 @@ export class QueueEngine {
   private readonly held = new Map<string, QueEntry[]>();
   private readonly heldIds = new Set<string>();
   private readonly run = new Map<string, RunEntry>();
-  private readonly errIds = new Set<string>();
+  private readonly errIds = new SortedIds();
+  /** Counters since this process started (the `stats` RPC). */
+  readonly stats = new QueueStats();
   private counts = { done: 0, relayed: 0 };
   private admin: AdminStatus = 'UP';
   private oper: OperStatus = 'UP';
@@ -216,7 +279,7 @@ export class QueueEngine {
     // Off the critical path: counts of the final states, and a compact index if it is not.
     const stale = index.lines !== entries.length || reindex.length > 0;
     setImmediate(() => {
-      for (const id of store.listFlat('err')) this.errIds.add(id);
+      this.errIds.addAll(store.listFlat('err'));
       this.counts = { done: store.countHashed('done'), relayed: store.countHashed('relayed') };
       if (stale) this.compactIndex();
     });
@@ -300,23 +363,26 @@ export class QueueEngine {
     };
   }
 
-  /** The `messages` listing of a state (spec/rq.md §5.2). */
-  messages(state: State, limit: number): unknown[] {
+  /**
+   * The `messages` listing of a state (spec/rq.md §5.2), from `offset` on, at most
+   * `limit`: a slice of memory for prep, que, run and err; done and relayed are listed
+   * from their hashed directories, and only the page's relayed messages are read.
+   */
+  messages(state: State, offset: number, limit: number): unknown[] {
     const { store } = this.d;
     switch (state) {
       case 'prep':
-        return this.prep.slice(0, limit).map((msg_id) => ({ msg_id }));
+        return this.prep.slice(offset, offset + limit).map((msg_id) => ({ msg_id }));
       case 'que':
-        return this.que.slice(limit).map((e) => ({ msg_id: e.id, due: e.due, dest: e.dest }));
+        return this.que.slice(offset, limit).map((e) => ({ msg_id: e.id, due: e.due, dest: e.dest }));
       case 'run':
-        return [...this.run.values()]
-          .reverse()
-          .slice(0, limit)
+        return this.runNewestFirst()
+          .slice(offset, offset + limit)
           .map((r) => ({ msg_id: r.id, status: r.jobStatus ?? 'run', dest: r.msg.dest }));
       case 'done':
-        return store.listHashed('done', limit).map((msg_id) => ({ msg_id }));
+        return store.listHashed('done', limit, offset).map((msg_id) => ({ msg_id }));
       case 'relayed':
-        return store.listHashed('relayed', limit).map((msg_id) => {
+        return store.listHashed('relayed', limit, offset).map((msg_id) => {
           let dest: unknown = null;
           try {
             dest = store.readMsg('relayed', msg_id).dest;
@@ -327,7 +393,90 @@ export class QueueEngine {
           return { msg_id, status: 'relayed', dest, new_msg: text.split(/\s+/).filter(Boolean).pop() ?? '' };
         });
       case 'err':
-        return [...this.errIds].sort().reverse().map((msg_id) => ({ msg_id }));
+        return this.errIds.descending(offset, limit).map((msg_id) => ({ msg_id }));
+    }
+  }
+
+  private runNewestFirst(): RunEntry[] {
+    return [...this.run.values()].reverse();
+  }
+
+  /**
+   * search (RQ's `GET /search`, spec/rq.md §7.3): the read views of the messages that
+   * match every query pair (see fieldMatches), visiting the states in SEARCH_ORDER, each
+   * in its `messages` order; `offset` matches are skipped, then at most `limit` kept.
+   * Views carry no `_attachments`: hashing every attachment would make a search as slow
+   * as the queue is big.
+   *
+   * Fast on a big queue: every state's ids are taken from memory first (a message that
+   * moves during the search is skipped, never shown twice); the fields memory knows
+   * (knownField) are checked before any file is read, `status` before `msg`; the scan
+   * stops at `limit` and lets other events in every SEARCH_READS_PER_TURN reads.
+   */
+  async search(q: SearchQuery): Promise<SearchResult> {
+    const pairs = Object.entries(q.query);
+    const statusQuery = q.query['status'];
+    const lists = SEARCH_ORDER.filter((s) => q.states.includes(s)).map((s) => [s, this.searchIds(s)] as const);
+    const messages: MessageView[] = [];
+    let matched = 0;
+    let scanned = 0;
+    let reads = 0;
+    for (const [state, ids] of lists) {
+      for (const item of ids) {
+        if (messages.length >= q.limit) return { messages, scanned, truncated: true };
+        scanned++;
+        const [id, entry] = typeof item === 'string' ? [item, undefined] : [item.id, item];
+        let fromMemory = true;
+        const rejected = pairs.some(([f, text]) => {
+          const v = knownField(state, id, entry, f);
+          if (v === UNKNOWN) fromMemory = false;
+          return v !== UNKNOWN && !fieldMatches(v, text, q.exact);
+        });
+        if (rejected) continue;
+        // A match memory is sure of needs no file until it is past the offset.
+        if (fromMemory && matched < q.offset) {
+          matched++;
+          continue;
+        }
+        if (++reads % SEARCH_READS_PER_TURN === 0) await new Promise((r) => setImmediate(r));
+        let status: string | undefined;
+        if (statusQuery !== undefined) {
+          status = this.statusText(state, id);
+          if (!fieldMatches(status, statusQuery, q.exact)) continue;
+        }
+        let view: MessageView;
+        try {
+          // The status is read for a match only, unless the query asks for it.
+          view = this.readView(state, id, status ?? '');
+        } catch {
+          continue; // moved on since the ids were taken, or unreadable
+        }
+        delete view._attachments;
+        // Own fields only: a query for `constructor` must not find Object's.
+        const field = (f: string): unknown => (Object.hasOwn(view, f) ? view[f] : undefined);
+        if (pairs.some(([f, text]) => f !== 'status' && !fieldMatches(field(f), text, q.exact))) continue;
+        if (matched++ < q.offset) continue;
+        view.status = status ?? this.statusText(state, id);
+        messages.push(view);
+      }
+    }
+    return { messages, scanned, truncated: false };
+  }
+
+  /** The ids of a state for a search, with the index entry where memory has one. */
+  private searchIds(state: State): ReadonlyArray<string | QueEntry> {
+    switch (state) {
+      case 'run':
+        return this.runNewestFirst().map((r) => entryFromMessage(r.msg));
+      case 'que':
+        return [...this.que, ...[...this.held.values()].flat()];
+      case 'prep':
+        return [...this.prep];
+      case 'err':
+        return this.errIds.descending(0, Infinity);
+      case 'done':
+      case 'relayed':
+        return this.d.store.listHashed(state);
     }
   }
 
@@ -363,16 +512,20 @@ export class QueueEngine {
     return s === undefined ? state : `${state} - ${s.job_status ?? ''}`;
   }
 
+  /** The read view without attachments (spec/rq.md §1.10). Throws when `msg` is unreadable. */
+  private readView(state: State, id: string, status = this.statusText(state, id)): MessageView {
+    return { ...this.d.store.readMsg(state, id), path: this.d.layout.displayPath(state, id), status, state };
+  }
+
   async getMessage(id: string): Promise<MessageView> {
     const state = this.find(id);
-    const { store, layout } = this.d;
-    let msg: Message;
+    const { layout } = this.d;
+    let view: MessageView;
     try {
-      msg = store.readMsg(state, id);
+      view = this.readView(state, id);
     } catch (e) {
       throw new RqError('RQ_BAD_MESSAGE', "msg couldn't be read", { cause: e });
     }
-    const view: MessageView = { ...msg, path: layout.displayPath(state, id), status: this.statusText(state, id), state };
     const dir = layout.msgDir(state, id);
     const names = attachmentNames(dir);
     if (names.length > 0) {
@@ -402,6 +555,7 @@ export class QueueEngine {
   async create(input: MessageInput, to: 'que' | 'prep'): Promise<string> {
     if (!('dest' in input)) throw new RqError('RQ_BAD_MESSAGE', 'input missing required "dest" parameter');
     const msg = await this.d.store.create((id) => buildMessage(input, id, this.fullId(id), nowSec()), to);
+    this.stats.messageCreated();
     this.afterCreate(msg, to);
     return this.fullId(msg.msg_id);
   }
@@ -458,6 +612,7 @@ export class QueueEngine {
       m.cloned_from = id;
       return m;
     }, 'prep');
+    this.stats.messageCreated();
     const names = attachmentNames(srcDir);
     if (names.length > 0) {
       const attachDir = path.join(layout.msgDir('prep', msg.msg_id), 'attach');
@@ -666,6 +821,8 @@ export class QueueEngine {
     if (realScript === undefined) {
       if (this.oper !== 'SCRIPTERROR') log.error({ script: this.config.script }, 'script is not executable: SCRIPTERROR');
       this.oper = 'SCRIPTERROR';
+      if (!run.waitsForScript) this.stats.spawnFailed();
+      run.waitsForScript = true;
       return false;
     }
     const dir = layout.msgDir('run', run.id);
@@ -684,11 +841,13 @@ export class QueueEngine {
       });
     } catch (e) {
       log.error({ msg_id: run.id, err: coerceError(e).message }, 'spawn failed');
+      this.stats.spawnFailed();
       run.finishing = true;
       void this.finishRun(run, { state: 'err', status: `SPAWN FAILED - MOVING TO ERR - ${coerceError(e).message}` });
       return true;
     }
     run.worker = worker;
+    run.spawnedAt = Date.now();
     this.oper = 'UP';
     fs.writeFileSync(path.join(dir, 'pid.tmp'), String(worker.pid));
     fs.renameSync(path.join(dir, 'pid.tmp'), path.join(dir, 'pid'));
@@ -801,6 +960,7 @@ export class QueueEngine {
       signal,
       ...(run.timedOutAfterSec !== undefined ? { timedOutAfterSec: run.timedOutAfterSec } : {}),
     };
+    if (run.spawnedAt !== undefined) this.stats.runEnded((Date.now() - run.spawnedAt) / 1000);
     const outcome = decideOutcome(exit, run.first, run.msg.count ?? 0, run.msg.max_count ?? 15);
     this.d.log.info({ msg_id: run.id, worker_pid: exit.pid, code, signal, state: outcome.state }, 'run ended');
     void this.finishRun(run, outcome);
@@ -832,6 +992,7 @@ export class QueueEngine {
             dmsg.dup = parent;
             await store.move(d.id, 'que', to, { msg: dmsg, status: `duplicate ${parent}` });
             this.counts[to]++;
+            this.stats.messageFinished(to);
             moved.push(this.fullId(d.id));
           } catch (e) {
             log.warn({ msg_id: d.id, err: coerceError(e).message }, 'duplicate vanished before its parent finished');
@@ -840,6 +1001,7 @@ export class QueueEngine {
         if (moved.length > 0) msg.dups = moved;
         await store.move(run.id, 'run', to, { ...status, ...(moved.length > 0 ? { msg } : {}) });
         this.counts[to]++;
+        this.stats.messageFinished(to);
       } else {
         for (const d of dups) this.que.insert(d);
         delete msg.dups;
@@ -850,6 +1012,7 @@ export class QueueEngine {
         } else {
           await store.move(run.id, 'run', 'err', status);
           this.errIds.add(run.id);
+          this.stats.messageFinished('err');
         }
       }
     } catch (e) {

@@ -47,8 +47,11 @@ export interface MessageStore {
   writeStatus(state: State, id: string, status: JobStatus): void;
   /** Entries of a flat state directory (prep, que, run, err), temp names excluded. */
   listFlat(state: State): string[];
-  /** Ids in a hashed state, newest first, stopping at `limit` (spec/rq.md §1.8). */
-  listHashed(state: State, limit?: number): string[];
+  /**
+   * Ids in a hashed state, newest first (spec/rq.md §1.8), skipping the first `offset`
+   * and stopping at `limit`. Skipped minute directories are only counted, never sorted.
+   */
+  listHashed(state: State, limit?: number, offset?: number): string[];
   countHashed(state: State): number;
   /** Remove half-made allocations (`prep/_*`) and temp files left by a crash. */
   sweepTemp(): void;
@@ -223,17 +226,24 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       return readdirOrEmpty(q.stateDir(state)).filter((n) => !n.startsWith('_') && !n.startsWith('.'));
     },
 
-    listHashed(state, limit = Infinity) {
+    listHashed(state, limit = Infinity, offset = 0) {
       const out: string[] = [];
+      let skip = offset;
       const walk = (dir: string, level: number): void => {
-        const names = readdirOrEmpty(dir)
-          .filter((n) => LEVEL_RE[level]!.test(n))
-          .sort()
-          .reverse();
+        const names = readdirOrEmpty(dir).filter((n) => LEVEL_RE[level]!.test(n));
+        if (level === 3 && skip >= names.length) {
+          skip -= names.length;
+          return;
+        }
+        names.sort().reverse();
+        if (level === 3) {
+          for (let i = skip; i < names.length && out.length < limit; i++) out.push(names[i]!);
+          skip = 0;
+          return;
+        }
         for (const name of names) {
           if (out.length >= limit) return;
-          if (level === 3) out.push(name);
-          else walk(path.join(dir, name), level + 1);
+          walk(path.join(dir, name), level + 1);
         }
       };
       walk(q.stateDir(state), 0);

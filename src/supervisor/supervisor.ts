@@ -2,7 +2,7 @@
  * rq-mgr, the supervisor (spec/rq.md §4.2, §5.3): one queue process per queue directory
  * and one web process, each restarted with backoff when it dies, and the RPC on
  * `config/queuemgr.sock` that creates, deletes, pauses, resumes, downs, ups and restarts
- * queues.
+ * queues, and (beyond RQ, for the web) reports how often it restarted each of them.
  *
  * Children get an IPC channel and their own process group: they exit when the channel
  * closes (rq-mgr gone, even by kill -9), and a Ctrl-C at rq-mgr's terminal reaches only
@@ -49,7 +49,10 @@ interface QueueProc {
   name: string;
   mark: Mark;
   child: ChildProcess | undefined;
+  /** Unexpected deaths since the last start by hand (backoff and the give-up limit). */
   restarts: number;
+  /** Processes started after an unexpected death, since rq-mgr started (never reset). */
+  autoRestarts: number;
   exited?: Promise<void>;
 }
 
@@ -65,6 +68,7 @@ export interface SupervisorOptions {
 export class Supervisor {
   private readonly o: SupervisorOptions;
   private readonly queues = new Map<string, QueueProc>();
+  /** `restarts`: the web process's unexpected deaths, each followed by a restart; never reset. */
   private web: { child: ChildProcess | undefined; restarts: number; stopping: boolean } = { child: undefined, restarts: 0, stopping: false };
   private readonly startedAt = Date.now();
   private server = createRpcServer(async (command, argument) => JSON.stringify(await this.command(command, argument)));
@@ -128,7 +132,7 @@ export class Supervisor {
 
   /** Spawn a queue process and wait up to 1 s for it to answer ping (§4.2). */
   private async startQueue(name: string, proc?: QueueProc): Promise<void> {
-    const p: QueueProc = proc ?? { name, mark: 'RUNNING', child: undefined, restarts: 0 };
+    const p: QueueProc = proc ?? { name, mark: 'RUNNING', child: undefined, restarts: 0, autoRestarts: 0 };
     p.mark = 'RUNNING';
     this.queues.set(name, p);
     const child = this.spawnChild(QUEUE_MAIN, [name], { queue: name });
@@ -165,7 +169,9 @@ export class Supervisor {
         const delay = restartDelayMs(p.restarts);
         log.warn({ queue: p.name, code, signal, restarts: p.restarts, delay_ms: delay }, 'queue process died; restarting');
         setTimeout(() => {
-          if (p.mark === 'RUNNING' && !p.child && !this.shuttingDown) void this.startQueue(p.name, p);
+          if (p.mark !== 'RUNNING' || p.child || this.shuttingDown) return;
+          p.autoRestarts++;
+          void this.startQueue(p.name, p);
         }, delay);
         return;
       }
@@ -270,6 +276,8 @@ export class Supervisor {
           return [Math.floor((Date.now() - this.startedAt) / 1000)];
         case 'queues':
           return [...this.queues.keys()];
+        case 'restarts':
+          return this.restartCounts();
         case 'pause_queue':
         case 'resume_queue':
         case 'down_queue':
@@ -290,6 +298,18 @@ export class Supervisor {
       this.o.log.error({ command, err: coerceError(e).stack }, 'rq-mgr command failed');
       return ['fail', coerceError(e).message];
     }
+  }
+
+  /**
+   * `restarts` (beyond RQ): for every known queue, and `web`, how many times rq-mgr
+   * restarted its process after an unexpected death since rq-mgr started. A
+   * `restart_queue` by hand is not counted (and does not reset the count).
+   */
+  private restartCounts(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const p of this.queues.values()) counts[p.name] = p.autoRestarts;
+    counts['web'] = this.web.restarts;
+    return counts;
   }
 
   private adminFlag(command: string, name: string): unknown {

@@ -65,11 +65,17 @@ describe('QueList ordering', () => {
     expect(ids(q)).toEqual(['b']);
   });
 
-  it('slices from the head', () => {
+  it('slices from the head, skipping an offset', () => {
     const q = new QueList();
     for (const [i, id] of ['d', 'c', 'b', 'a'].entries()) q.insert(entry(id, i));
-    expect(q.slice(2).map((e) => e.id)).toEqual(['d', 'c']);
-    expect(q.slice(10)).toHaveLength(4);
+    expect(q.slice(0, 2).map((e) => e.id)).toEqual(['d', 'c']);
+    expect(q.slice(0, 10)).toHaveLength(4);
+    expect(q.slice(1, 2).map((e) => e.id)).toEqual(['c', 'b']);
+    expect(q.slice(3, Infinity).map((e) => e.id)).toEqual(['a']);
+    expect(q.slice(4, 2)).toEqual([]);
+    // After the head moved on (a dead prefix), the offset counts from the live head.
+    q.remove('d');
+    expect(q.slice(1, 2).map((e) => e.id)).toEqual(['b', 'a']);
   });
 
   it('load sorts, drops duplicate ids (the last wins) and replaces what was there', () => {

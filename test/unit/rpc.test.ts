@@ -218,6 +218,13 @@ describe('rpcCall against createRpcServer on a Unix socket', () => {
     expect(await rpcCall(sock, 'ping')).toEqual(['fail', 'internal error']);
   });
 
+  it('replies with a clear fail, and keeps serving, when a reply is over the 8-digit length field', async () => {
+    const huge = JSON.stringify(['ok', 'x'.repeat(MAX_PAYLOAD)]);
+    await listen(createRpcServer(async (command) => (command === 'big' ? huge : '["pong"]')));
+    expect(await rpcCall(sock, 'big')).toEqual(['fail', `RPC payload of ${Buffer.byteLength(huge)} bytes is over ${MAX_PAYLOAD}`]);
+    expect(await rpcCall(sock, 'ping')).toEqual(['pong']);
+  });
+
   it('serves many clients at once', async () => {
     await listen(
       createRpcServer(async (_command, argument) => {

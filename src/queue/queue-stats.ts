@@ -1,0 +1,102 @@
+/**
+ * The counters of one queue process since it started, for the `stats` RPC (the web's
+ * dashboard and metrics): messages created, messages that reached each final state,
+ * runs whose worker could not be started, a histogram of run durations (cumulative
+ * buckets, Prometheus style), and the completions of the trailing minute. Memory is fixed
+ * however busy the queue is: the trailing minute is a ring of per-second slots, not a
+ * list of timestamps.
+ */
+
+/** Upper bounds (seconds) of the run-duration buckets; `+Inf` is implied. */
+const RUN_SECONDS_BOUNDS = [0.1, 0.5, 1, 5, 30, 120, 600] as const;
+
+export interface StatsReply {
+  created: number;
+  done: number;
+  err: number;
+  relayed: number;
+  spawn_failures: number;
+  /**
+   * `buckets` maps each bound (`"0.1"` … `"600"`, `"+Inf"`) to the number of runs that
+   * took at most that long. JSON key order: JavaScript lists integer-like keys (`"1"`,
+   * `"5"`, …) before the others, so parse it as an object, not by position.
+   */
+  run_seconds: { sum: number; count: number; buckets: Record<string, number> };
+  done_last_minute: number;
+  err_last_minute: number;
+}
+
+/** Events of the trailing 60 seconds, in 60 one-second slots reused round-robin. */
+class MinuteWindow {
+  private readonly counts = new Array<number>(60).fill(0);
+  /** The epoch second each slot counts; a slot from an older minute is stale. */
+  private readonly seconds = new Array<number>(60).fill(-Infinity);
+
+  add(nowMs: number): void {
+    const sec = Math.floor(nowMs / 1000);
+    const i = sec % 60;
+    if (this.seconds[i] !== sec) {
+      this.seconds[i] = sec;
+      this.counts[i] = 0;
+    }
+    this.counts[i]!++;
+  }
+
+  total(nowMs: number): number {
+    const sec = Math.floor(nowMs / 1000);
+    let n = 0;
+    for (let i = 0; i < 60; i++) if (this.seconds[i]! > sec - 60) n += this.counts[i]!;
+    return n;
+  }
+}
+
+export class QueueStats {
+  private created = 0;
+  private readonly reached = { done: 0, err: 0, relayed: 0 };
+  private spawnFailures = 0;
+  private runSum = 0;
+  private runCount = 0;
+  /** Cumulative: runs of at most RUN_SECONDS_BOUNDS[i] seconds. */
+  private readonly runBuckets = RUN_SECONDS_BOUNDS.map(() => 0);
+  private readonly doneWindow = new MinuteWindow();
+  private readonly errWindow = new MinuteWindow();
+
+  messageCreated(): void {
+    this.created++;
+  }
+
+  /** A message reached a final state (a run's end, or a coalesced duplicate with it). */
+  messageFinished(state: 'done' | 'err' | 'relayed', nowMs = Date.now()): void {
+    this.reached[state]++;
+    if (state === 'done') this.doneWindow.add(nowMs);
+    if (state === 'err') this.errWindow.add(nowMs);
+  }
+
+  /** A run whose worker could not be started (spawn error, or the script not runnable). */
+  spawnFailed(): void {
+    this.spawnFailures++;
+  }
+
+  /** A worker ran for `seconds`, from its spawn to its exit. */
+  runEnded(seconds: number): void {
+    this.runSum += seconds;
+    this.runCount++;
+    RUN_SECONDS_BOUNDS.forEach((bound, i) => {
+      if (seconds <= bound) this.runBuckets[i]!++;
+    });
+  }
+
+  snapshot(nowMs = Date.now()): StatsReply {
+    const buckets: Record<string, number> = {};
+    RUN_SECONDS_BOUNDS.forEach((bound, i) => (buckets[String(bound)] = this.runBuckets[i]!));
+    buckets['+Inf'] = this.runCount;
+    return {
+      created: this.created,
+      ...this.reached,
+      spawn_failures: this.spawnFailures,
+      run_seconds: { sum: this.runSum, count: this.runCount, buckets },
+      done_last_minute: this.doneWindow.total(nowMs),
+      err_last_minute: this.errWindow.total(nowMs),
+    };
+  }
+}

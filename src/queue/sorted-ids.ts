@@ -1,0 +1,52 @@
+/**
+ * A set of message ids kept sorted (string order, as RQ sorted names), for the `err`
+ * state of a queue process: the `messages` listing is newest first (spec/rq.md §5.2), so
+ * a page at offset 50,000 of 100,000 ids is a slice, never a sort per request. Adding or
+ * removing one id is a binary search plus a splice (a memmove: 100,000 ids move in well
+ * under a millisecond); a bulk load sorts once.
+ */
+export class SortedIds {
+  /** Ascending, no duplicates. */
+  private ids: string[] = [];
+
+  get size(): number {
+    return this.ids.length;
+  }
+
+  add(id: string): void {
+    const at = this.search(id);
+    if (this.ids[at] !== id) this.ids.splice(at, 0, id);
+  }
+
+  delete(id: string): boolean {
+    const at = this.search(id);
+    if (this.ids[at] !== id) return false;
+    this.ids.splice(at, 1);
+    return true;
+  }
+
+  /** Add many ids at once (start-up listing): one sort instead of a splice per id. */
+  addAll(ids: Iterable<string>): void {
+    const merged = [...this.ids, ...ids].sort();
+    this.ids = merged.filter((id, i) => i === 0 || id !== merged[i - 1]);
+  }
+
+  /** Ids in descending order, skipping `offset`, at most `limit`. */
+  descending(offset: number, limit: number): string[] {
+    const out: string[] = [];
+    for (let i = this.ids.length - 1 - offset; i >= 0 && out.length < limit; i--) out.push(this.ids[i]!);
+    return out;
+  }
+
+  /** The index of the first id not before `id`. */
+  private search(id: string): number {
+    let lo = 0;
+    let hi = this.ids.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.ids[mid]! < id) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+}
