@@ -9,9 +9,10 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { rpcCall } from '../client/rpc.js';
-import { RqError, coerceError } from '../domain/errors.js';
+import { explain } from '../domain/errors.js';
 import { PACKAGE_ROOT, installRoot } from '../lib/install-root.js';
 import { rootLayout, type RootLayout } from '../store/layout.js';
+import { runningPid } from '../supervisor/mgr-pid.js';
 import { loadSupervisorSettings } from '../supervisor/settings.js';
 
 const MAIN = path.join(PACKAGE_ROOT, 'dist/src/supervisor/rq-mgr-main.js');
@@ -19,23 +20,6 @@ const STOP_WAIT_MS = 20_000;
 const START_WAIT_MS = 15_000;
 
 const USAGE = 'Usage: rq-mgr <start|stop|status|restart|run|reload|zap>';
-
-/** The pid in config/queuemgr.pid if that process is alive and is rq-mgr. */
-export function runningPid(root: RootLayout): number | undefined {
-  let pid: number;
-  try {
-    pid = Number.parseInt(fs.readFileSync(path.join(root.configDir, 'queuemgr.pid'), 'utf8'), 10);
-  } catch {
-    return undefined;
-  }
-  if (!Number.isInteger(pid) || pid <= 0) return undefined;
-  try {
-    process.kill(pid, 0);
-    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('rq-mgr') ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -48,7 +32,7 @@ function checkSettings(root: RootLayout): boolean {
     loadSupervisorSettings(root);
     return true;
   } catch (e) {
-    process.stderr.write(`${e instanceof RqError ? e.message : coerceError(e).message}\n`);
+    process.stderr.write(`${explain(e)}\n`);
     return false;
   }
 }

@@ -39,6 +39,9 @@ export const EXIT_CODES = {
   RQ_IO: 1,
   RQ_PROTOCOL: 1,
   RQ_CONFIG: 1,
+  RQ_FORBIDDEN: 1,
+  RQ_UPSTREAM: 1,
+  RQ_TOO_LARGE: 1,
 } as const satisfies Record<ErrorCode, number>;
 
 /** Where a command writes, and what it resolves against. Tests and `bin/rq` pass the real ones. */

@@ -15,6 +15,9 @@ export const ERROR_CODES = {
   RQ_IO: 'the filesystem refused an operation',
   RQ_PROTOCOL: 'a peer broke the wire protocol',
   RQ_CONFIG: 'a configuration file is invalid',
+  RQ_FORBIDDEN: 'the operation is not allowed by the configuration',
+  RQ_UPSTREAM: 'rq-mgr or a queue process did not answer, or refused',
+  RQ_TOO_LARGE: 'a request body is over its size limit',
 } as const;
 export type ErrorCode = keyof typeof ERROR_CODES;
 
@@ -37,4 +40,14 @@ export function coerceError(thrown: unknown): Error {
 export function errnoCode(thrown: unknown): string | undefined {
   const code = (thrown as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
+}
+
+/** An error's message, then its causes' on the next lines (what an operator needs to fix it). */
+export function explain(thrown: unknown): string {
+  const lines: string[] = [];
+  for (let e: unknown = thrown; e !== undefined && lines.length < 5; e = coerceError(e).cause) {
+    const text = coerceError(e).message;
+    if (!lines.some((l) => l.startsWith(text))) lines.push(text);
+  }
+  return lines.join('\n');
 }

@@ -34,6 +34,9 @@ const OPTIONAL_KEYS = ['src', ...PARAM_KEYS, 'post_run_webhook', 'due', 'force_r
 
 export type MessageInput = Record<string, unknown>;
 
+/** Every key a client may give when creating a message (§1.10); the queue drops others. */
+export const INPUT_KEYS: ReadonlySet<string> = new Set(['dest', 'orig_msg_id', 'count', 'max_count', ...OPTIONAL_KEYS]);
+
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import { pino } from 'pino';
-import { RqError, coerceError } from '../domain/errors.js';
+import { coerceError, explain } from '../domain/errors.js';
 import { installRoot } from '../lib/install-root.js';
 import { rootLayout } from '../store/layout.js';
 import { loadSupervisorSettings } from './settings.js';
@@ -30,8 +30,9 @@ let settings;
 try {
   settings = loadSupervisorSettings(root);
 } catch (e) {
-  log.fatal(e instanceof RqError ? e.message : coerceError(e).message);
-  if (!foreground) process.stderr.write(`${coerceError(e).message}\n`);
+  // RQ's exact line, then what was wrong (the cause names the key or the JSON error).
+  log.fatal(explain(e));
+  if (!foreground) process.stderr.write(`${explain(e)}\n`);
   exit(1);
 }
 

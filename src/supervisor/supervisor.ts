@@ -301,15 +301,14 @@ export class Supervisor {
   }
 
   /**
-   * `restarts` (beyond RQ): for every known queue, and `web`, how many times rq-mgr
-   * restarted its process after an unexpected death since rq-mgr started. A
+   * `restarts` (beyond RQ): `{"queues": {<name>: n}, "web": n}`, how many times rq-mgr
+   * restarted each process after an unexpected death since rq-mgr started. A
    * `restart_queue` by hand is not counted (and does not reset the count).
    */
-  private restartCounts(): Record<string, number> {
-    const counts: Record<string, number> = {};
-    for (const p of this.queues.values()) counts[p.name] = p.autoRestarts;
-    counts['web'] = this.web.restarts;
-    return counts;
+  private restartCounts(): { queues: Record<string, number>; web: number } {
+    const queues: Record<string, number> = {};
+    for (const p of this.queues.values()) queues[p.name] = p.autoRestarts;
+    return { queues, web: this.web.restarts };
   }
 
   private adminFlag(command: string, name: string): unknown {

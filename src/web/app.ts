@@ -1,106 +1,86 @@
 /**
- * The web application (no `listen`; web-main.ts does that). For now it serves what
- * operators and `check_rq` need to see that rq is up: the main page with the status
- * line `QUEUEMGR: OPERATIONAL` (spec/rq.md §7.4), `/q.txt` and `/q/<q>.txt`. It only
- * reads: every question goes to rq-mgr's or a queue's socket.
+ * The web application (web-main.ts listens). It assembles the pipeline of spec/rq.md
+ * §7.1 (pipeline.ts), the body parsers, static files, the route modules in the order
+ * §7.2 needs (literal queue routes before `/q/:name/:msg_id`), the Not Found page that
+ * replaces every 404 body, and the one error handler: RqError → status and body through
+ * web-errors.ts, body-parser failures → clear 4xx, anything else → 500, logged.
+ *
+ * The web only reads message files and logs; every change goes through an RPC.
  */
-import path from 'node:path';
-import express, { type Express, type Request, type Response } from 'express';
-import { rpcCall } from '../client/rpc.js';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { RqError, coerceError } from '../domain/errors.js';
 import type { MainConfig } from '../domain/main-config.js';
-import { isValidQueueName } from '../domain/names.js';
+import type { Logger } from '../lib/logger.js';
 import type { RootLayout } from '../store/layout.js';
-import { queueLayout } from '../store/layout.js';
+import type { WebContext } from './context.js';
+import { createGateway } from './gateway.js';
+import { multipart, parseQuery } from './params.js';
+import { allowedIps, basicAuth, baseHeaders, methodsAndHeaders, pageSetup, relativeRoot, requireMgr } from './pipeline.js';
+import { PUBLIC_DIR, sendPage } from './render.js';
+import { createResponder } from './respond.js';
+import { fileRoutes } from './routes/files.js';
+import { messageRoutes } from './routes/messages.js';
+import { opsRoutes } from './routes/ops.js';
+import { queueRoutes } from './routes/queues.js';
+import { bodyOf, statusOf, webError } from './web-errors.js';
+
+/** urlencoded and JSON bodies are held in memory up to this; RPC payloads must stay < 100 MB (§10.3). */
+export const BODY_LIMIT = 64 * 1024 * 1024;
 
 export interface AppDeps {
   root: RootLayout;
   config: MainConfig;
+  log: Logger;
 }
 
-const BUILTIN = new Set(['relay', 'webhook', 'cleaner', 'rq_router']);
-
-const escapeHtml = (s: string): string =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+/** body-parser's failures (they carry `type` and a 4xx `status`) as clear RqErrors. */
+function bodyParserError(err: unknown): RqError | undefined {
+  const e = err as { type?: unknown; status?: unknown; message?: unknown };
+  if (typeof e?.type !== 'string' || typeof e.status !== 'number') return undefined;
+  if (e.type === 'entity.too.large') return webError('RQ_TOO_LARGE', `Request body is over the limit of ${BODY_LIMIT} bytes`);
+  if (e.type === 'entity.parse.failed') return webError('RQ_BAD_REQUEST', `Bad JSON body: ${String(e.message)}`);
+  return webError('RQ_BAD_REQUEST', `Bad request body: ${String(e.message)}`);
+}
 
 export function createApp(deps: AppDeps): Express {
-  const { root, config } = deps;
-  const mgrSocket = path.join(root.configDir, 'queuemgr.sock');
+  const { root, config, log } = deps;
+  const gw = createGateway(root);
+  const ctx: WebContext = { config, gw, respond: createResponder(config), log, tmpdir: () => process.env['TMPDIR'] ?? '/tmp' };
   const app = express();
   app.disable('x-powered-by');
-  app.set('strict routing', false);
-  // `//q/x.txt` is `/q/x.txt` (check_rq asks for the former, spec/rq.md §7.1).
-  app.use((req, _res, next) => {
-    req.url = req.url.replace(/^\/{2,}/, '/').replace(/([^:])\/{2,}/g, '$1/');
-    next();
-  });
+  app.disable('etag');
+  app.set('query parser', parseQuery);
 
-  async function queueNames(res: Response): Promise<string[] | undefined> {
-    const names = await rpcCall(mgrSocket, 'queues');
-    if (!Array.isArray(names)) {
-      res.status(503).type('text/plain').send('503 - QueueMgr not running');
-      return undefined;
-    }
-    const list = names.filter((n): n is string => typeof n === 'string');
-    return [...list.filter((n) => !BUILTIN.has(n)).sort(), ...list.filter((n) => BUILTIN.has(n)).sort()];
-  }
+  app.use(baseHeaders(), allowedIps(config), methodsAndHeaders(), relativeRoot(config), basicAuth(config), pageSetup(config));
+  app.use(express.static(PUBLIC_DIR, { index: false, redirect: false, etag: false }));
+  app.use(express.urlencoded({ extended: true, limit: BODY_LIMIT, parameterLimit: 10_000 }));
+  app.use(express.json({ limit: BODY_LIMIT, strict: false }));
+  app.use(multipart(ctx.tmpdir));
+  app.use(opsRoutes(ctx));
+  app.use(requireMgr(gw));
+  app.use(queueRoutes(ctx), fileRoutes(ctx), messageRoutes(ctx));
 
-  app.get('/', async (_req: Request, res: Response) => {
-    const names = await queueNames(res);
-    if (!names) return;
-    const [pid, uptime] = [process.ppid, ((await rpcCall(mgrSocket, 'uptime')) as [number] | null)?.[0] ?? '-'];
-    const rows = await Promise.all(
-      names.map(async (n) => {
-        const status = ((await rpcCall(queueLayout(root, n).socket, 'status', '', 2000)) as [string] | null)?.[0] ?? 'DOWN';
-        const cls = status === 'UP' ? 'green' : 'red';
-        return `<tr><td><a href="${config.relativeRoot}q/${encodeURIComponent(n)}">${escapeHtml(n)}</a></td><td><span class="${cls}" id="status-${escapeHtml(n)}">${escapeHtml(status)}</span></td></tr>`;
-      }),
-    );
-    res.type('html').send(
-      `<!DOCTYPE html><html><head><meta charset="utf-8"><title>RQ</title></head><body class="${escapeHtml(config.env ?? '')}">\n` +
-        `<table><tr><th><tt>QUEUEMGR:<span class="green" id="status">OPERATIONAL</span></tt></th>` +
-        `<th>PID: <span id="pid">${pid}</span></th><th>UPTIME: <span id="uptime">${uptime}</span></th>` +
-        `<th>VERSION: <span id="version">v1.18.3</span></th></tr></table>\n` +
-        `<table id="queue-list">${rows.join('\n')}</table>\n<span id="env">${escapeHtml(config.env ?? '')}</span></body></html>\n`,
-    );
-  });
-
-  app.get('/q.txt', async (_req: Request, res: Response) => {
-    const names = await queueNames(res);
-    if (!names) return;
-    res.type('text/plain; charset=utf-8').send([...names].sort().map((n) => `${config.relativeRoot}q/${n}.txt`).join('\n'));
-  });
-
-  app.get('/q/:name.txt', async (req: Request, res: Response) => {
-    const name = String(req.params['name']);
-    if (!isValidQueueName(name)) {
-      res.status(404).type('text/plain').send('404 - Queue not found');
+  app.use((_req: Request, _res: Response, next: NextFunction) => next(webError('RQ_NOT_FOUND', 'no such route')));
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    if (res.headersSent) {
+      res.destroy();
       return;
     }
-    const sock = queueLayout(root, name).socket;
-    const [status, uptime, counts] = await Promise.all([
-      rpcCall(sock, 'status', '', 5000),
-      rpcCall(sock, 'uptime', '', 5000),
-      rpcCall(sock, 'num_messages', '{}', 5000),
-    ]);
-    if (!Array.isArray(status)) {
-      res.status(500).type('text/plain').send(`500 - queue ${name} is not answering\n`);
+    let e = err instanceof RqError ? err : bodyParserError(err);
+    if (!e) {
+      log.error({ err: coerceError(err), url: req.originalUrl, request_id: res.locals['requestId'] }, 'web route failed');
+      e = webError('RQ_IO', 'Internal Server Error');
+    }
+    const status = statusOf(e);
+    if (status === 404) {
+      log.debug({ url: req.originalUrl, reason: e.message }, 'not found');
+      sendPage(res, 'not_found', { reason: e.message }, 404).catch((renderErr: unknown) => {
+        log.error({ err: coerceError(renderErr) }, 'cannot render the Not Found page');
+        res.status(404).type('text/plain').send('404 - Not Found');
+      });
       return;
     }
-    res.type('text/plain; charset=utf-8');
-    if (status[0] === 'DOWN') {
-      res.send('status: DOWN\n');
-      return;
-    }
-    const c = (counts ?? {}) as Record<string, number>;
-    res.send(
-      `status: ${String(status[0])}\nuptime: ${String((uptime as [number] | null)?.[0] ?? 0)}\n\n` +
-        `prep: ${c['prep'] ?? 0}\nque: ${c['que'] ?? 0}\nrun: ${c['run'] ?? 0}\n\n` +
-        `done: ${c['done'] ?? 0}\nerr: ${c['err'] ?? 0}\nrelayed: ${c['relayed'] ?? 0}\n`,
-    );
-  });
-
-  app.use((req: Request, res: Response) => {
-    res.status(404).type('text/plain').send(`Not Found: ${req.path}`);
+    res.status(status).type('text/html; charset=utf-8').send(bodyOf(e));
   });
   return app;
 }

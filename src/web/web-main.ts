@@ -28,13 +28,20 @@ try {
   exit(1);
 }
 const port = Number(config.port);
-const server = createApp({ root, config }).listen(port, config.addr, () => {
+const server = createApp({ root, config, log }).listen(port, config.addr, () => {
   log.info({ addr: config.addr, port }, `web listening on http://${config.addr}:${port}${config.relativeRoot}`);
   process.send?.({ type: 'listening' });
 });
+// One request per connection (spec/rq.md §4.4): the head within 5 s, the whole request within 120 s.
+server.headersTimeout = 5_000;
+server.requestTimeout = 120_000;
 server.on('error', (e) => {
   log.fatal({ err: e.message }, 'web cannot listen');
   exit(1);
 });
-process.on('SIGTERM', () => server.close(() => exit(0)));
+process.on('SIGTERM', () => {
+  server.close(() => exit(0));
+  // A live tail keeps its connection open; the browser reconnects (Last-Event-ID) to the next web process.
+  server.closeAllConnections();
+});
 if (process.channel) process.on('disconnect', () => exit(0));

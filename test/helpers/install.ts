@@ -35,10 +35,12 @@ export class TestRoot {
     this.root = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-test-'));
     fs.mkdirSync(path.join(this.root, 'config'));
     fs.mkdirSync(path.join(this.root, 'queues'));
+    // Each root has its own upload temp dir, so a test can see exactly what was left in it.
+    fs.mkdirSync(path.join(this.root, 'tmp'));
     fs.symlinkSync('queues', path.join(this.root, 'queue'));
     fs.writeFileSync(
       path.join(this.root, 'config/config.json'),
-      JSON.stringify({ env: 'test', host: '127.0.0.1', port: '3333', addr: '127.0.0.1', tmpdir: os.tmpdir(), allow_new_queue: true }),
+      JSON.stringify({ env: 'test', host: '127.0.0.1', port: '3333', addr: '127.0.0.1', tmpdir: path.join(this.root, 'tmp'), allow_new_queue: true }),
     );
     fs.symlinkSync(FIXTURES, path.join(this.root, 'scripts'));
   }

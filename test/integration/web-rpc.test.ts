@@ -327,11 +327,11 @@ describe('rq-mgr restarts', () => {
     t.addQueue({ name: 'q2', script: 'done.sh' });
     await t.usePort();
     expect((await t.bin('rq-mgr', ['start'])).code).toBe(0);
-    expect(await mgr('restarts')).toEqual({ q1: 0, q2: 0, web: 0 });
+    expect(await mgr('restarts')).toEqual({ queues: { q1: 0, q2: 0 }, web: 0 });
     for (const n of [1, 2]) {
       const before = t.pidIn('queues/q1/queue.pid')!;
       process.kill(before, 'SIGKILL');
-      await waitFor(async () => ((await mgr('restarts')) as Record<string, number>)['q1'] === n, 5000, `restart ${n} of q1`);
+      await waitFor(async () => ((await mgr('restarts')) as { queues: Record<string, number> }).queues['q1'] === n, 5000, `restart ${n} of q1`);
       await waitFor(async () => (await t.rpc('q1', 'ping', '')) !== null, 5000, 'q1 to answer again');
       expect(t.pidIn('queues/q1/queue.pid')).not.toBe(before);
     }
@@ -340,7 +340,7 @@ describe('rq-mgr restarts', () => {
     const web = webPid(mgrPid, ['q1', 'q2']);
     expect(web).toBeDefined();
     process.kill(web!, 'SIGKILL');
-    await waitFor(async () => ((await mgr('restarts')) as Record<string, number>)['web'] === 1, 5000, 'the web restart');
-    expect(await mgr('restarts')).toEqual({ q1: 2, q2: 0, web: 1 });
+    await waitFor(async () => ((await mgr('restarts')) as { web: number }).web === 1, 5000, 'the web restart');
+    expect(await mgr('restarts')).toEqual({ queues: { q1: 2, q2: 0 }, web: 1 });
   });
 });

@@ -1,0 +1,73 @@
+/**
+ * The web process's only way to change or ask anything: RPC to rq-mgr's socket and to
+ * the queues' sockets (ARCHITECTURE.md: the web never renames or writes message files).
+ * It also owns the questions answered from the disk without a process: does a queue
+ * exist, is rq-mgr alive, is the host in router mode (spec/rq.md §7.6). Queue names are
+ * checked here, before any path is built from them.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { rpcCall } from '../client/rpc.js';
+import { isValidQueueName } from '../domain/names.js';
+import { queueLayout, type QueueLayout, type RootLayout } from '../store/layout.js';
+import { runningPid } from '../supervisor/mgr-pid.js';
+import { webError } from './web-errors.js';
+
+/** Queues rq ships; the dashboard lists them after the custom ones (spec/rq.md §7.3). */
+export const BUILTIN_QUEUES = new Set(['relay', 'webhook', 'cleaner', 'rq_router']);
+
+export type Reply = unknown;
+
+export interface Gateway {
+  root: RootLayout;
+  /** rq-mgr's RPC; null when it does not answer (within `timeoutMs`, default 10 s). */
+  mgr(command: string, arg?: unknown, timeoutMs?: number): Promise<Reply>;
+  /** A queue's RPC; null when its process does not answer. */
+  queue(name: string, command: string, arg?: unknown, timeoutMs?: number): Promise<Reply>;
+  /** The queue that serves message routes for `name` (router mode, §7.6). */
+  routed(name: string): string;
+  /** The layout of an existing queue; a 404 `Queue not found` error otherwise. */
+  existing(name: string): QueueLayout;
+  /** Is rq-mgr running (`config/queuemgr.pid` names a live process)? */
+  mgrAlive(): boolean;
+  /** Every queue rq-mgr knows, custom ones sorted then builtin ones sorted; null if rq-mgr is down. */
+  queueNames(): Promise<string[] | null>;
+}
+
+/** The argument of an RPC: strings go bare (rq-mgr's queue-name commands), the rest as JSON. */
+function encodeArg(arg: unknown): string {
+  if (arg === undefined) return '';
+  return typeof arg === 'string' ? arg : JSON.stringify(arg);
+}
+
+export function createGateway(root: RootLayout): Gateway {
+  const mgrSocket = path.join(root.configDir, 'queuemgr.sock');
+  const routerRules = path.join(root.configDir, 'rq_router_rules.rb');
+  return {
+    root,
+    mgr: (command, arg, timeoutMs = 10_000) => rpcCall(mgrSocket, command, encodeArg(arg), timeoutMs),
+    queue: (name, command, arg, timeoutMs = 10_000) => {
+      if (!isValidQueueName(name)) return Promise.resolve(null);
+      return rpcCall(queueLayout(root, name).socket, command, encodeArg(arg), timeoutMs);
+    },
+    routed: (name) => (name !== 'relay' && name !== 'cleaner' && fs.existsSync(routerRules) ? 'rq_router' : name),
+    existing(name) {
+      if (isValidQueueName(name)) {
+        const q = queueLayout(root, name);
+        try {
+          if (fs.statSync(q.dir).isDirectory()) return q;
+        } catch {
+          // fall through to not found
+        }
+      }
+      throw webError('RQ_QUEUE_NOT_FOUND', 'Queue not found');
+    },
+    mgrAlive: () => runningPid(root) !== undefined,
+    async queueNames() {
+      const names = await rpcCall(mgrSocket, 'queues', '', 2_000);
+      if (!Array.isArray(names)) return null;
+      const list = [...new Set(names.filter((n): n is string => typeof n === 'string'))];
+      return [...list.filter((n) => !BUILTIN_QUEUES.has(n)).sort(), ...list.filter((n) => BUILTIN_QUEUES.has(n)).sort()];
+    },
+  };
+}

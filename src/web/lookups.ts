@@ -1,0 +1,55 @@
+/**
+ * Message lookups shared by the message and file routes: the id is checked against its
+ * grammar before anything else (spec/rq.md §10.2), the queue is resolved through router
+ * mode (§7.6), and a failed RPC is RQ's 404 `Message ID not found`. The message
+ * directory comes from the queue's own answer (`get_message_status` path), never from a
+ * path built out of the request.
+ */
+import path from 'node:path';
+import { isSafeId, parseFullId } from '../domain/ids.js';
+import type { State } from '../domain/states.js';
+import type { Gateway } from './gateway.js';
+import { webError } from './web-errors.js';
+
+export interface MessageLocation {
+  /** The queue that answered (the routed one). */
+  queue: string;
+  id: string;
+  state: State;
+  status: string;
+  /** Absolute directory of the message. */
+  dir: string;
+}
+
+/** A `:msg_id` path parameter (short id, or full id) as a short id; 404 if it is not one. */
+export function checkMsgId(raw: string): string {
+  const id = parseFullId(raw).shortId;
+  if (!isSafeId(id)) throw webError('RQ_NOT_FOUND', 'Message ID not found');
+  return id;
+}
+
+/** A file name directly inside `job/` or `attach/`: no separators, no dot-files, no NUL. */
+export function checkFileName(name: string, what: string): string {
+  if (name === '' || name.startsWith('.') || /[/\\\0]/.test(name)) throw webError('RQ_NOT_FOUND', `${what} '${name}' not found`);
+  return name;
+}
+
+/** The message `raw` of queue `name` (routed), or a 404. */
+export async function locateMessage(gw: Gateway, name: string, raw: string): Promise<MessageLocation> {
+  gw.existing(name);
+  const id = checkMsgId(raw);
+  const queue = gw.routed(name);
+  const reply = (await gw.queue(queue, 'get_message_status', { msg_id: id })) as [string, { path: string; status: string; state: State }] | null;
+  if (!Array.isArray(reply) || reply[0] !== 'ok') throw webError('RQ_NOT_FOUND', 'Message ID not found');
+  const { path: rel, status, state } = reply[1];
+  return { queue, id, state, status, dir: path.resolve(gw.root.root, rel) };
+}
+
+/** The read view of a message (§1.10) from `get_message`, or a 404. */
+export async function messageView(gw: Gateway, name: string, raw: string): Promise<Record<string, unknown>> {
+  gw.existing(name);
+  const id = checkMsgId(raw);
+  const reply = (await gw.queue(gw.routed(name), 'get_message', { msg_id: id })) as [string, Record<string, unknown>] | null;
+  if (!Array.isArray(reply) || reply[0] !== 'ok') throw webError('RQ_NOT_FOUND', 'Message ID not found');
+  return reply[1];
+}

@@ -1,0 +1,191 @@
+/**
+ * Operations routes, served even while rq-mgr is down (app.ts mounts them before the
+ * rq-mgr check): `/healthz` for load balancers and init systems, and `/metrics` in
+ * Prometheus text format.
+ *
+ * `/metrics` uses its own prom-client Registry (never the global one). The queue series
+ * are not kept in this process: each scrape asks rq-mgr and every queue, in parallel
+ * with a short timeout, and the metrics' collect() functions copy those answers. One
+ * scrape makes one round of questions, however many metrics read it. The counters and
+ * the run-duration histogram are the queue process's `stats` (cumulative since that
+ * process started), so they reset to 0 when a queue process restarts, which Prometheus's
+ * rate() and increase() treat as a counter reset. `rq_queue_restarts_total` comes from
+ * rq-mgr and resets when rq-mgr restarts. The web process's own default metrics
+ * (process_*, nodejs_*) come from prom-client.
+ */
+import { Router, type Request, type Response } from 'express';
+import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { isPlainObject } from '../../domain/message.js';
+import { STATES } from '../../domain/states.js';
+import type { WebContext } from '../context.js';
+import type { Gateway } from '../gateway.js';
+import { probeMgr, probeQueues, type MgrProbe, type QueueProbe } from '../queue-info.js';
+
+interface Scrape {
+  mgr: MgrProbe;
+  queues: QueueProbe[];
+  /** rq-mgr's `restarts`: per queue, and of the web, after a death. */
+  restarts: { queues: Record<string, number>; web: number };
+}
+
+async function scrape(gw: Gateway): Promise<Scrape> {
+  const [mgr, queues, restarts] = await Promise.all([probeMgr(gw), probeQueues(gw, { stats: true }), gw.mgr('restarts')]);
+  const counts: Scrape['restarts'] = { queues: {}, web: 0 };
+  if (isPlainObject(restarts)) {
+    if (isPlainObject(restarts['queues'])) for (const [k, v] of Object.entries(restarts['queues'])) if (typeof v === 'number') counts.queues[k] = v;
+    if (typeof restarts['web'] === 'number') counts.web = restarts['web'];
+  }
+  return { mgr, queues: queues ?? [], restarts: counts };
+}
+
+interface RunSeconds {
+  queue: string;
+  /** Cumulative counts by upper bound (`"0.1"` … `"+Inf"`). */
+  buckets: Record<string, number>;
+  sum: number;
+  count: number;
+}
+
+/**
+ * A histogram whose buckets, sum and count are given whole (a queue's cumulative
+ * `stats`), not observed here; prom-client's Histogram can only observe. This object has
+ * what a Registry reads of a metric (name, help, type, get, reset) and renders the series
+ * a prom-client Histogram renders: `_bucket{le}` in bound order, `_sum`, `_count`.
+ */
+function givenHistogram(registry: Registry, name: string, help: string, source: () => Promise<RunSeconds[]>): void {
+  const metric = {
+    name,
+    help,
+    type: 'histogram',
+    aggregator: 'sum',
+    reset: (): void => undefined,
+    async get() {
+      const values = (await source()).flatMap(({ queue, buckets, sum, count }) => [
+        ...Object.entries(buckets)
+          .map(([le, value]) => ({ le, value, bound: le === '+Inf' ? Infinity : Number(le) }))
+          .sort((a, b) => a.bound - b.bound)
+          .map(({ le, value }) => ({ metricName: `${name}_bucket`, labels: { queue, le }, value })),
+        { metricName: `${name}_sum`, labels: { queue }, value: sum },
+        { metricName: `${name}_count`, labels: { queue }, value: count },
+      ]);
+      return { name, help, type: 'histogram', aggregator: 'sum', values };
+    },
+  };
+  // The Registry's type admits only prom-client's own classes; it reads no more than this.
+  registry.registerMetric(metric as unknown as Metric);
+}
+
+function createMetrics(gw: Gateway): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  // One scrape per round of collect() calls: they all start in the same tick.
+  let pending: Promise<Scrape> | undefined;
+  const current = (): Promise<Scrape> => {
+    pending ??= scrape(gw).finally(() => setImmediate(() => (pending = undefined)));
+    return pending;
+  };
+  const up = (s: Scrape): QueueProbe[] => s.queues.filter((q) => q.up);
+  const registers = [registry];
+
+  new Gauge({
+    name: 'rq_queuemgr_up',
+    help: 'Whether rq-mgr answers on its socket (1) or not (0).',
+    registers,
+    async collect() {
+      this.set((await current()).mgr.up ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'rq_queue_up',
+    help: 'Whether the queue process answers (1) or not (0).',
+    labelNames: ['queue'],
+    registers,
+    async collect() {
+      this.reset();
+      for (const q of (await current()).queues) this.set({ queue: q.name }, q.up ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'rq_messages',
+    help: 'Messages in each state (num_messages of the queue).',
+    labelNames: ['queue', 'state'],
+    registers,
+    async collect() {
+      this.reset();
+      for (const q of up(await current())) for (const state of STATES) if (q.counts) this.set({ queue: q.name, state }, q.counts[state]);
+    },
+  });
+  const counter = (name: string, help: string, value: (q: QueueProbe) => number | undefined): void => {
+    new Counter({
+      name,
+      help: `${help} Since the queue process started: resets when it restarts.`,
+      labelNames: ['queue'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const q of up(await current())) {
+          const v = value(q);
+          if (v !== undefined) this.inc({ queue: q.name }, v);
+        }
+      },
+    });
+  };
+  counter('rq_messages_created_total', 'Messages created.', (q) => q.stats?.created);
+  counter('rq_messages_done_total', 'Messages that reached done.', (q) => q.stats?.done);
+  counter('rq_messages_err_total', 'Messages that reached err.', (q) => q.stats?.err);
+  counter('rq_messages_relayed_total', 'Messages that reached relayed.', (q) => q.stats?.relayed);
+  counter('rq_worker_spawn_failures_total', 'Runs whose worker could not be started.', (q) => q.stats?.spawn_failures);
+  new Counter({
+    name: 'rq_queue_restarts_total',
+    help: 'Queue processes restarted by rq-mgr after an unexpected death, since rq-mgr started.',
+    labelNames: ['queue'],
+    registers,
+    async collect() {
+      this.reset();
+      const s = await current();
+      for (const q of s.queues) this.inc({ queue: q.name }, s.restarts.queues[q.name] ?? 0);
+    },
+  });
+  new Counter({
+    name: 'rq_web_restarts_total',
+    help: 'Web processes restarted by rq-mgr after an unexpected death, since rq-mgr started.',
+    registers,
+    async collect() {
+      this.reset();
+      this.inc((await current()).restarts.web);
+    },
+  });
+  givenHistogram(
+    registry,
+    'rq_run_duration_seconds',
+    'Run time of workers, from spawn to exit. Since the queue process started: resets when it restarts.',
+    async () => up(await current()).flatMap((q) => (q.stats ? [{ queue: q.name, ...q.stats.run_seconds }] : [])),
+  );
+  return registry;
+}
+
+export function opsRoutes(ctx: WebContext): Router {
+  const { gw } = ctx;
+  const registry = createMetrics(gw);
+  const r = Router();
+
+  r.get('/healthz', async (_req: Request, res: Response) => {
+    if (!gw.mgrAlive()) {
+      res.status(503).json({ status: 'fail', queuemgr: false, reason: 'rq-mgr is not running (config/queuemgr.pid names no live process)' });
+      return;
+    }
+    const mgr = await probeMgr(gw);
+    if (!mgr.up) {
+      res.status(503).json({ status: 'fail', queuemgr: false, pid: mgr.pid, reason: 'rq-mgr does not answer on config/queuemgr.sock' });
+      return;
+    }
+    res.json({ status: 'ok', queuemgr: true, pid: mgr.pid, uptime: mgr.uptime });
+  });
+
+  r.get('/metrics', async (_req: Request, res: Response) => {
+    const text = await registry.metrics();
+    res.type(registry.contentType).send(text);
+  });
+
+  return r;
+}

@@ -1,0 +1,467 @@
+/**
+ * Queue-level routes of spec/rq.md §7.3: the main page (the dashboard's queue list),
+ * `/q.json` and `/q.txt`, queue creation (form and link) and deletion, the queue page and
+ * its `.json` / `.txt` variants, `done.json`, admin operations, restart, the config, and
+ * search (RQ's JSON route and the dashboard's free-text form).
+ *
+ * Every change is an rq-mgr RPC; the web only reads `config.json` and the flag files.
+ * The queue page lists one page of one state with the `messages` command's offset and
+ * limit, so it costs the same on page 1 and page 2,000 of a 100,000-message `que`.
+ * Literal `/q/:name/...` routes are declared before `/q/:name`, and the message routes
+ * (`/q/:name/:msg_id`, mounted after this router) are never shadowed.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Router, type Request, type Response } from 'express';
+import { isPlainObject } from '../../domain/message.js';
+import { parseQueueConfig, type ScheduleEntry } from '../../domain/queue-config.js';
+import { shown, utcTime } from '../format.js';
+import { STATES, isState, type State } from '../../domain/states.js';
+import type { WebContext } from '../context.js';
+import { BUILTIN_QUEUES } from '../gateway.js';
+import { param, params } from '../params.js';
+import { PROBE_TIMEOUT_MS, adminStatus, probeMgr, probeQueue, probeQueues, type Counts, type QueueProbe } from '../queue-info.js';
+import { sendPage } from '../render.js';
+import { dump, webError } from '../web-errors.js';
+
+/** Messages per page of the queue page. */
+const PAGE_SIZE = 50;
+/** Matches per engine search of the dashboard's search form (per field and queue). */
+const SEARCH_LIMIT = 100;
+/** The fields the free-text search looks in. */
+const TEXT_FIELDS = ['msg_id', 'param1', 'param2', 'param3', 'param4', 'status'] as const;
+/**
+ * Where free text is looked for in the status, unless a state is picked: the states a
+ * script has written a status in. The engine knows ids and params of `que` from memory
+ * but reads a file per message for its status, so a status scan of a 100,000-message
+ * `que` takes over a second, and those statuses are `que` but for resent messages.
+ */
+const STATUS_TEXT_STATES: readonly State[] = ['run', 'done', 'err', 'relayed'];
+/** Queue-page tabs (RQ's table rows): relay lists RELAYED instead of DONE. */
+const TABS: readonly State[] = ['prep', 'que', 'run', 'done', 'err'];
+const RELAY_TABS: readonly State[] = ['prep', 'que', 'run', 'err', 'relayed'];
+
+const ADMIN_ACTIONS = ['pause', 'resume', 'down', 'up'] as const;
+type AdminAction = (typeof ADMIN_ACTIONS)[number];
+/** RQ's past tenses, sic (`downd`, `upd`). */
+const PAST: Record<AdminAction, string> = { pause: 'paused', resume: 'resumed', down: 'downd', up: 'upd' };
+
+/**
+ * `<root>q/<name>` with the name inserted raw as RQ does (§7.3), except what cannot stand
+ * in a URL path: bytes outside RFC 3986's path characters (space, `%`, `"`, `<`, `?`,
+ * `#`, non-ASCII, control characters) are percent-encoded so the Location header stays
+ * valid. `/` and `.` stay raw, so `bad/que/test` and `bad.que.test` land where RQ's did.
+ */
+function rawQueuePath(root: string, name: string): string {
+  const encoded = name.replace(/[^A-Za-z0-9\-._~!$&'()*+,;=:@/]/gu, (c) =>
+    [...Buffer.from(c, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
+  );
+  return `${root}q/${encoded}`;
+}
+
+/** `:name` of `/q/:name` split at its first `.` (§7.3): `test.json` → test, json. */
+function splitName(raw: string): { name: string; type: string } {
+  const dot = raw.indexOf('.');
+  return dot < 0 ? { name: raw, type: '' } : { name: raw.slice(0, dot), type: raw.slice(dot + 1) };
+}
+
+/** A whole-number parameter (`page`, `limit`), or `fallback` when absent. */
+function wholeParam(req: Request, key: string, fallback: number, min: number): number {
+  const v = params(req)[key];
+  if (v === undefined || v === '') return fallback;
+  if (typeof v !== 'string' || !/^\d{1,9}$/.test(v) || Number(v) < min) {
+    throw webError('RQ_BAD_REQUEST', `'${key}' must be a whole number, at least ${min}, got ${JSON.stringify(v)}`);
+  }
+  return Number(v);
+}
+
+function stateParam(req: Request): State | undefined {
+  const v = params(req)['state'];
+  if (v === undefined || v === '') return undefined;
+  if (!isState(v)) throw webError('RQ_BAD_REQUEST', `'state' must be one of ${STATES.join(', ')}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+async function readText(file: string): Promise<string | undefined> {
+  try {
+    return await fs.promises.readFile(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The schedule of a config file as the queue loads it; none when it cannot be read. */
+function scheduleOf(text: string | undefined, file: string): ScheduleEntry[] {
+  if (text === undefined) return [];
+  try {
+    return parseQueueConfig(text, file).schedule;
+  } catch {
+    return [];
+  }
+}
+
+/** A config file pretty-printed, or as it is when it is not JSON. */
+function prettyConfig(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+/** Epoch seconds as a UTC time, or the value as it is when it is not a time. */
+const formatEpoch = (value: unknown): string => utcTime(value) ?? shown(value === null ? undefined : value);
+
+/** What the queue views use besides their data. */
+const VIEW_HELPERS = { show: (v: unknown) => shown(v === null ? undefined : v), formatEpoch };
+
+/** One row of the queue page's message list: what `messages` gives, plus a status. */
+interface ListedMessage {
+  msg_id: string;
+  due?: unknown;
+  dest?: unknown;
+  status?: string;
+  new_msg?: string;
+}
+
+export function queueRoutes(ctx: WebContext): Router {
+  const { gw, config, respond } = ctx;
+  const root = config.relativeRoot;
+  const r = Router();
+
+  const upstream = (name: string): Error => webError('RQ_UPSTREAM', `Queue ${name} is not answering`);
+  const requireNewQueue = (): void => {
+    if (!config.allowNewQueue) throw webError('RQ_FORBIDDEN', 'Queue creation not allowed at this time.', { bare: true });
+  };
+  /** The flash of the create/delete forms (RQ's `<code>` tags dropped: the layout escapes). */
+  const formFlash = (form: unknown, reply: unknown): string => `We got ${JSON.stringify(form)} from form, and ${dump(reply)} from QueueMgr`;
+
+  // ─────────────────────────── main page, /q.json, /q.txt ───────────────────────────
+
+  r.get('/', async (_req: Request, res: Response) => {
+    const [mgr, probes] = await Promise.all([probeMgr(gw), probeQueues(gw, { stats: true })]);
+    const rows = await Promise.all(
+      (probes ?? []).map(async (p) => {
+        const file = path.join(gw.root.queuesDir, p.name, 'config.json');
+        return { ...p, builtin: BUILTIN_QUEUES.has(p.name), schedule: scheduleOf(await readText(file), file) };
+      }),
+    );
+    await sendPage(res, 'main', { ...VIEW_HELPERS, mgr, rows, listed: probes !== null, now: formatEpoch(Date.now() / 1000), allowNewQueue: config.allowNewQueue });
+  });
+
+  r.get('/q.json', async (_req: Request, res: Response) => {
+    const [mgr, probes] = await Promise.all([probeMgr(gw), probeQueues(gw)]);
+    const counts = (c: Counts | null): Record<string, number> =>
+      c ? { prep: c.prep, que: c.que, run: c.run, err: c.err, done: c.done, relayed: c.relayed } : {};
+    res.json({
+      status: mgr.up ? 'OPERATIONAL' : 'DOWN',
+      ping: mgr.up ? 'pong' : null,
+      pid: mgr.pid,
+      uptime: mgr.uptime,
+      version: mgr.version,
+      time: Math.floor(Date.now() / 1000),
+      queues: (probes ?? []).map((p: QueueProbe) => ({
+        name: p.name,
+        status: p.status,
+        ping: p.up ? 'pong' : null,
+        pid: p.pid,
+        uptime: p.uptime,
+        counts: counts(p.counts),
+      })),
+    });
+  });
+
+  r.get('/q.txt', async (_req: Request, res: Response) => {
+    const names = (await gw.queueNames()) ?? [];
+    res.type('text/plain; charset=utf-8').send([...names].sort().map((n) => `${root}q/${n}.txt`).join('\n'));
+  });
+
+  // ─────────────────────────── creating and deleting queues ───────────────────────────
+
+  r.get('/new_queue', async (_req: Request, res: Response) => {
+    requireNewQueue();
+    await sendPage(res, 'new_queue');
+  });
+
+  r.post('/new_queue', async (req: Request, res: Response) => {
+    requireNewQueue();
+    const queue = params(req)['queue'];
+    if (!isPlainObject(queue)) throw webError('RQ_BAD_REQUEST', 'The form must send queue[name], queue[script] and queue[num_workers]');
+    const reply = await gw.mgr('create_queue', queue);
+    const text = formFlash(queue, reply);
+    const ok = Array.isArray(reply) && reply[0] === 'success';
+    const name = typeof queue['name'] === 'string' ? queue['name'] : '';
+    respond.redirect(req, res, rawQueuePath(root, name), ok ? { notice: text } : { error: text });
+  });
+
+  r.post('/new_queue_link', async (req: Request, res: Response) => {
+    requireNewQueue();
+    const queue = params(req)['queue'];
+    const jsonPath = isPlainObject(queue) ? queue['json_path'] : undefined;
+    if (typeof jsonPath !== 'string' || jsonPath === '') throw webError('RQ_BAD_REQUEST', 'The form must send queue[json_path], a path relative to the install root');
+    const file = path.resolve(gw.root.root, jsonPath);
+    if (!isInside(gw.root.root, file)) {
+      throw webError('RQ_BAD_REQUEST', `queue[json_path] must name a file inside the install root, got ${JSON.stringify(jsonPath)}`);
+    }
+    let name: unknown;
+    try {
+      name = (JSON.parse(await fs.promises.readFile(file, 'utf8')) as Record<string, unknown> | null)?.['name'];
+    } catch {
+      throw webError('RQ_NOT_FOUND', `Couldn't parse json file (${jsonPath}).`);
+    }
+    const reply = await gw.mgr('create_queue_link', jsonPath);
+    const ok = Array.isArray(reply) && reply[0] === 'success';
+    const text = formFlash(queue, reply);
+    respond.redirect(req, res, rawQueuePath(root, typeof name === 'string' ? name : String(name ?? '')), ok ? { notice: text } : { error: text });
+  });
+
+  r.post('/delete_queue', async (req: Request, res: Response) => {
+    const name = param(req, 'queue_name');
+    if (name === undefined || name === '') throw webError('RQ_BAD_REQUEST', 'The form must send queue_name');
+    const reply = await gw.mgr('delete_queue', name);
+    const ok = Array.isArray(reply) && reply[0] === 'ok';
+    const text = formFlash({ queue_name: name }, reply);
+    respond.redirect(req, res, root, ok ? { notice: text } : { error: text });
+  });
+
+  // ─────────────────────────── search ───────────────────────────
+
+  r.get('/search', async (req: Request, res: Response) => {
+    if (param(req, 'x_format') === 'html') {
+      await searchPage(req, res);
+      return;
+    }
+    // RQ's JSON route: one queue, every match, no limit.
+    const name = param(req, 'name') ?? '';
+    gw.existing(name);
+    const reply = await gw.queue(name, 'search', { query: queryParam(req), exact: params(req)['exact'] !== undefined }, 60_000);
+    res.json(searchMessages(name, reply));
+  });
+
+  /** `query[<field>]=<text>` pairs; each value must be one string. */
+  function queryParam(req: Request): Record<string, string> {
+    const query = params(req)['query'] ?? {};
+    if (!isPlainObject(query) || !Object.values(query).every((v) => typeof v === 'string')) {
+      throw webError('RQ_BAD_REQUEST', 'query[<field>] must each be given once, as text');
+    }
+    return query as Record<string, string>;
+  }
+
+  function searchMessages(name: string, reply: unknown): Array<Record<string, unknown>> {
+    if (!Array.isArray(reply)) throw upstream(name);
+    if (reply[0] !== 'ok' || !isPlainObject(reply[1])) throw webError('RQ_BAD_REQUEST', `Search failed: ${dump(reply)}`);
+    return reply[1]['messages'] as Array<Record<string, unknown>>;
+  }
+
+  /**
+   * The dashboard's search: free text `q` looked for in the id, the params and the status
+   * text (one engine search per field, in parallel, merged by id), or RQ's `query[...]`
+   * pairs; in one queue (`name`) or all; optionally in one `state`.
+   */
+  async function searchPage(req: Request, res: Response): Promise<void> {
+    const text = (param(req, 'q') ?? '').trim();
+    const name = param(req, 'name') ?? '';
+    const state = stateParam(req);
+    const exact = params(req)['exact'] !== undefined;
+    const query = queryParam(req);
+    const all = (await gw.queueNames()) ?? [];
+    const names = name === '' ? all : [gw.existing(name).name];
+    const queries: Array<{ query: Record<string, string>; states: readonly State[] }> =
+      Object.keys(query).length > 0
+        ? [{ query, states: state ? [state] : STATES }]
+        : text === ''
+          ? []
+          : TEXT_FIELDS.map((f) => ({ query: { [f]: text }, states: state ? [state] : f === 'status' ? STATUS_TEXT_STATES : STATES }));
+    const found = new Map<string, { queue: string; view: Record<string, unknown> }>();
+    let truncated = false;
+    const failed: string[] = [];
+    await Promise.all(
+      names.flatMap((queue) =>
+        queries.map(async ({ query: q, states }) => {
+          const reply = await gw.queue(queue, 'search', { query: q, exact, limit: SEARCH_LIMIT, states }, 30_000);
+          if (!Array.isArray(reply) || reply[0] !== 'ok' || !isPlainObject(reply[1])) {
+            if (!failed.includes(queue)) failed.push(queue);
+            return;
+          }
+          if (reply[1]['truncated'] === true) truncated = true;
+          for (const view of reply[1]['messages'] as Array<Record<string, unknown>>) found.set(`${queue}/${String(view['msg_id'])}`, { queue, view });
+        }),
+      ),
+    );
+    const results = [...found.values()].sort((a, b) => String(b.view['msg_id']).localeCompare(String(a.view['msg_id'])));
+    if (results.length > SEARCH_LIMIT) truncated = true;
+    await sendPage(res, 'search', {
+      ...VIEW_HELPERS,
+      searchText: text,
+      searchName: name,
+      searchState: state ?? '',
+      queues: all,
+      searched: queries.length > 0,
+      results: results.slice(0, SEARCH_LIMIT),
+      truncated,
+      failed,
+      limit: SEARCH_LIMIT,
+      states: STATES,
+    });
+  }
+
+  // ─────────────────────────── /q/:name/... (literal routes first) ───────────────────────────
+
+  r.get('/q/:name/done.json', async (req: Request, res: Response) => {
+    const q = gw.existing(String(req.params['name']));
+    const limit = wholeParam(req, 'limit', 10, 0);
+    const reply = await gw.queue(q.name, 'messages', { state: 'done', limit });
+    if (!Array.isArray(reply)) throw upstream(q.name);
+    res.json(reply.map((m: { msg_id: string }) => m.msg_id));
+  });
+
+  r.get('/q/:name/config.json', async (req: Request, res: Response) => {
+    const q = gw.existing(String(req.params['name']));
+    let body: Buffer;
+    let mtime: Date;
+    try {
+      [body, mtime] = await Promise.all([fs.promises.readFile(q.configFile), fs.promises.stat(q.configFile).then((s) => s.mtime)]);
+    } catch {
+      throw webError('RQ_NOT_FOUND', 'Queue config not found');
+    }
+    res.setHeader('Last-Modified', mtime.toUTCString());
+    res.type('application/json').send(body);
+  });
+
+  r.get('/q/:name/config', async (req: Request, res: Response) => {
+    const q = gw.existing(String(req.params['name']));
+    const queue = gw.routed(q.name);
+    const reply = await gw.queue(queue, 'config');
+    if (!Array.isArray(reply) || reply[0] !== 'ok') throw upstream(queue);
+    res.json(reply[1]);
+  });
+
+  r.post('/q/:name/adminoper', async (req: Request, res: Response) => {
+    const q = gw.existing(String(req.params['name']));
+    const given = params(req);
+    const present = ADMIN_ACTIONS.filter((a) => given[a] !== undefined);
+    // RQ: the first present in this order; all four at once is no action.
+    const action = present.length === ADMIN_ACTIONS.length ? undefined : present[0];
+    if (action === undefined) throw webError('RQ_UPSTREAM', "Couldn't  queue. Internal error.");
+    const reply = await gw.mgr(`${action}_queue`, q.name);
+    if (!Array.isArray(reply) || reply[0] !== 'ok') throw webError('RQ_UPSTREAM', `Couldn't ${action} queue. ${dump(reply)}.`);
+    respond.redirect(req, res, respond.back(req), { notice: `Successfully ${PAST[action]} queue ${q.name}` });
+  });
+
+  r.post('/q/:name/restart', async (req: Request, res: Response) => {
+    const q = gw.existing(String(req.params['name']));
+    const reply = await gw.mgr('restart_queue', q.name);
+    if (!Array.isArray(reply) || reply[0] !== 'ok') throw webError('RQ_UPSTREAM', `Couldn't restart queue. ${dump(reply)}.`);
+    respond.redirect(req, res, respond.back(req), { notice: `Successfully restarted queue ${q.name}` });
+  });
+
+  r.get('/q/:name', async (req: Request, res: Response) => {
+    const { name, type } = splitName(String(req.params['name']));
+    const q = gw.existing(name);
+    if (type === 'txt') await queueText(res, q.name);
+    else if (type === 'json') await queueJson(res, q.name);
+    else await queuePage(req, res, q.name);
+  });
+
+  /** §7.4 queue text, exactly; `status: DOWN` also when the process does not answer. */
+  async function queueText(res: Response, name: string): Promise<void> {
+    const p = await probeQueue(gw, name);
+    res.type('text/plain; charset=utf-8');
+    if (!p.up || p.status === 'DOWN' || !p.counts) {
+      res.send('status: DOWN\n');
+      return;
+    }
+    const c = p.counts;
+    res.send(
+      `status: ${p.status}\nuptime: ${p.uptime ?? 0}\n\n` +
+        `prep: ${c.prep}\nque: ${c.que}\nrun: ${c.run}\n\n` +
+        `done: ${c.done}\nerr: ${c.err}\nrelayed: ${c.relayed}\n`,
+    );
+  }
+
+  /** §7.3 queue JSON: every state's whole list (RQ's API has no paging). */
+  async function queueJson(res: Response, name: string): Promise<void> {
+    const p = await probeQueue(gw, name);
+    if (!p.up || !p.counts) throw upstream(name);
+    if (p.status === 'DOWN') {
+      res.json({ status: 'DOWN' });
+      return;
+    }
+    const lists = await Promise.all(STATES.map((state) => gw.queue(name, 'messages', { state }, 60_000)));
+    if (!lists.every(Array.isArray)) throw upstream(name);
+    const c = p.counts;
+    res.json({
+      status: p.status,
+      ping: 'pong',
+      pid: p.pid,
+      uptime: p.uptime,
+      time: Math.floor(Date.now() / 1000),
+      prep_size: c.prep,
+      que_size: c.que,
+      run_size: c.run,
+      done_size: c.done,
+      err_size: c.err,
+      relayed_size: c.relayed,
+      messages: Object.fromEntries(STATES.map((s, i) => [s, lists[i]])),
+    });
+  }
+
+  /** The dashboard's queue page: status, admin, config, schedule, one page of one state. */
+  async function queuePage(req: Request, res: Response, name: string): Promise<void> {
+    const requested = wholeParam(req, 'page', 1, 1);
+    const wanted = stateParam(req);
+    const file = path.join(gw.root.queuesDir, name, 'config.json');
+    const [probe, configText] = await Promise.all([probeQueue(gw, name), readText(file)]);
+    const base = name === 'relay' ? RELAY_TABS : TABS;
+    const state = wanted ?? 'que';
+    const tabs = STATES.filter((s) => base.includes(s) || s === state || (probe.counts?.[s] ?? 0) > 0);
+    let listing: { state: State; page: number; pages: number; total: number; rows: ListedMessage[]; error?: string } | undefined;
+    if (probe.up && probe.status !== 'DOWN' && probe.counts) {
+      const total = probe.counts[state];
+      const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
+      const page = Math.min(requested, pages);
+      const reply = await gw.queue(name, 'messages', { state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }, PROBE_TIMEOUT_MS * 5);
+      listing = Array.isArray(reply)
+        ? { state, page, pages, total, rows: await withStatus(name, state, reply as ListedMessage[]) }
+        : { state, page, pages, total, rows: [], error: 'The queue did not list its messages; try again.' };
+    }
+    await sendPage(res, 'queue', {
+      ...VIEW_HELPERS,
+      name,
+      probe,
+      admin: adminStatus(gw, name),
+      configText: configText === undefined ? undefined : prettyConfig(configText),
+      schedule: scheduleOf(configText, file),
+      tabs,
+      listing,
+      pageSize: PAGE_SIZE,
+    });
+  }
+
+  /** Finished messages get their status text (one RPC each, in parallel: a page is 50). */
+  async function withStatus(name: string, state: State, rows: ListedMessage[]): Promise<ListedMessage[]> {
+    if (state !== 'done' && state !== 'err' && state !== 'relayed') return rows;
+    return Promise.all(
+      rows.map(async (row) => {
+        const reply = await gw.queue(name, 'get_message_status', { msg_id: row.msg_id }, PROBE_TIMEOUT_MS);
+        const status = Array.isArray(reply) && reply[0] === 'ok' && isPlainObject(reply[1]) ? reply[1]['status'] : undefined;
+        return typeof status === 'string' ? { ...row, status } : row;
+      }),
+    );
+  }
+
+  return r;
+}
+
+/** Whether `file` (resolved, symlinks followed where they exist) is inside `root`. */
+function isInside(root: string, file: string): boolean {
+  const real = (p: string): string => {
+    try {
+      return fs.realpathSync(p);
+    } catch {
+      return p;
+    }
+  };
+  const rel = path.relative(real(root), real(file));
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
+}
