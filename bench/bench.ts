@@ -21,7 +21,9 @@
  *     page cache, from process start to the first message in run/, against a cold
  *     listing of que/ and a cold `node -e 0`; (b) drain rate (4 workers, windows of 500
  *     completions) against the same setup with only 500 waiting; (c) the queue process's
- *     RSS against a queue process with nothing waiting.
+ *     RSS against a queue process with nothing waiting; (d) the web's queue page
+ *     (first, middle and last page of que) and (e) its free-text search over the same
+ *     queue, against a bare `GET /css/rq.css` from the same web process.
  *
  * Plan (ARCHITECTURE.md, "Facts measured on these machines"): ext4 here has no journal
  * and creates files much more slowly for minutes after many directories are deleted, so
@@ -39,6 +41,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -50,6 +53,8 @@ import { queueLayout, rootLayout, type QueueLayout } from '../src/store/layout.j
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** The queue process under test; RQ_BENCH_QUEUE_MAIN may point at another build to compare. */
 const QUEUE_MAIN = process.env['RQ_BENCH_QUEUE_MAIN'] ?? path.join(REPO, 'dist/src/queue/queue-main.js');
+const WEB_MAIN = path.join(REPO, 'dist/src/web/web-main.js');
+const WEB_PAGE_REPS = 20;
 const THREADPOOL = '16';
 
 /** `node dist/bench/bench.js --quick`: a smoke run at a tenth of the sizes (figures not comparable). */
@@ -714,6 +719,7 @@ async function figureBigQueue(): Promise<void> {
   }
   if (filled.que !== made) notes.push(`4. created ${made}, num_messages says que = ${filled.que}`);
   const size = int(filled.que);
+  await figureWebPages(big, filled.que, size);
 
   // (a) recovery: kill -9, cold cache, restart; process start → first entry in run/.
   await big.kill9();
@@ -794,6 +800,77 @@ async function figureBigQueue(): Promise<void> {
     goal: '<= 150 MB',
     verdict: verdict(rss <= 150),
   });
+}
+
+/** Median and maximum of `reps` timed GETs of `url` (each a new connection, as the web wants). */
+async function timeGets(url: string, reps: number): Promise<{ p50: number; max: number }> {
+  const times: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    const t = performance.now();
+    const res = await fetch(url);
+    if (res.status !== 200) throw new Error(`GET ${url}: ${res.status} ${(await res.text()).slice(0, 200)}`);
+    await res.arrayBuffer();
+    times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 0.5), max: times[times.length - 1]! };
+}
+
+/**
+ * 4d/4e: the web process on the big queue's root. The web answers only while
+ * config/queuemgr.pid names a live rq-mgr; the queue here is the bench's own process, so
+ * a stand-in whose command line says rq-mgr holds the pid file (the pages measured ask
+ * only the queue).
+ */
+async function figureWebPages(big: BenchQueue, waiting: number, size: string): Promise<void> {
+  const standIn = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)', 'rq-mgr'], { stdio: 'ignore' });
+  fs.writeFileSync(path.join(big.root, 'config', 'queuemgr.pid'), `${standIn.pid}\n`);
+  const port = await new Promise<number>((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port: p } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(p));
+    });
+  });
+  const configFile = path.join(big.root, 'config', 'config.json');
+  fs.writeFileSync(configFile, JSON.stringify({ ...(JSON.parse(fs.readFileSync(configFile, 'utf8')) as object), port: String(port) }));
+  const web = spawn(process.execPath, [WEB_MAIN], { env: { ...process.env, RQ_ROOT: big.root }, stdio: 'ignore' });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    const until = performance.now() + 10_000;
+    for (;;) {
+      if (await fetch(`${base}/css/rq.css`).then((r) => r.ok, () => false)) break;
+      if (performance.now() > until) throw new Error('the web process did not answer within 10 s');
+      await sleep(20);
+    }
+    const bare = await timeGets(`${base}/css/rq.css`, WEB_PAGE_REPS);
+    const lastPage = Math.max(1, Math.ceil(waiting / 50));
+    const pages = [1, Math.ceil(lastPage / 2), lastPage];
+    let worst = { p50: 0, max: 0 };
+    for (const page of pages) {
+      const t = await timeGets(`${base}/q/${big.name}?state=que&page=${page}`, WEB_PAGE_REPS);
+      show(`queue page ${int(page)} of ${int(lastPage)}`, `p50 ${ms2(t.p50)}, max ${ms2(t.max)}`);
+      if (t.max > worst.max) worst = t;
+    }
+    rows.push({
+      figure: `4d. queue page, ${size} waiting`,
+      measured: `worst page: p50 ${ms2(worst.p50)}, max ${ms2(worst.max)}`,
+      limit: `static file: p50 ${ms2(bare.p50)}`,
+      goal: '<= 300 ms',
+      verdict: verdict(worst.max <= 300),
+    });
+    const search = await timeGets(`${base}/search?x_format=html&name=${big.name}&q=no-such-text`, 5);
+    show('free-text search, no match', `p50 ${ms2(search.p50)}, max ${ms2(search.max)}`);
+    rows.push({
+      figure: `4e. search, ${size} waiting, no match`,
+      measured: `p50 ${ms2(search.p50)}, max ${ms2(search.max)}`,
+      limit: `static file: p50 ${ms2(bare.p50)}`,
+      goal: '(info)',
+      verdict: '',
+    });
+  } finally {
+    web.kill('SIGKILL');
+    standIn.kill('SIGKILL');
+  }
 }
 
 // ───────────────────────────── the run ─────────────────────────────

@@ -12,7 +12,7 @@ import { rpcCall } from '../client/rpc.js';
 import { explain } from '../domain/errors.js';
 import { PACKAGE_ROOT, installRoot } from '../lib/install-root.js';
 import { rootLayout, type RootLayout } from '../store/layout.js';
-import { runningPid } from '../supervisor/mgr-pid.js';
+import { runningPid } from '../supervisor/pid-file.js';
 import { loadSupervisorSettings } from '../supervisor/settings.js';
 
 const MAIN = path.join(PACKAGE_ROOT, 'dist/src/supervisor/rq-mgr-main.js');

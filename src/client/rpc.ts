@@ -6,7 +6,7 @@
  * One request and one reply per connection. A bad header drops the connection.
  */
 import net from 'node:net';
-import { coerceError } from '../domain/errors.js';
+import { RqError, coerceError } from '../domain/errors.js';
 
 const MAGIC = 'rq1 ';
 const HEADER_LEN = 13;
@@ -45,8 +45,16 @@ export function splitRequest(payload: string): { command: string; argument: stri
 /**
  * Send one request and wait for the reply. Resolves to the parsed JSON reply, or
  * `null` when the socket refuses, closes early or answers garbage, as RQ's clients do.
+ * A request over the framing's size limit is refused up front (an RQ_TOO_LARGE rejection).
  */
 export function rpcCall(socketPath: string, command: string, argument = '', timeoutMs = 30_000): Promise<unknown> {
+  let packet: Buffer;
+  try {
+    packet = encodePacket(`${command} ${argument}`);
+  } catch (e) {
+    // Over the 8-digit length field (spec/rq.md §10.3): the caller's input is too large.
+    return Promise.reject(new RqError('RQ_TOO_LARGE', `The ${command} request is too large for the queue socket: ${coerceError(e).message}`));
+  }
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let settled = false;
@@ -58,7 +66,7 @@ export function rpcCall(socketPath: string, command: string, argument = '', time
     };
     const sock = net.createConnection(socketPath);
     sock.setTimeout(timeoutMs, () => done(null));
-    sock.on('connect', () => sock.write(encodePacket(`${command} ${argument}`)));
+    sock.on('connect', () => sock.write(packet));
     sock.on('data', (c: Buffer) => {
       chunks.push(c);
       const r = decodePacket(Buffer.concat(chunks), false);

@@ -5,8 +5,8 @@
  * deletions, which RQ answers with `[false, text]`.
  *
  * Beyond RQ, for the web: `messages` takes an `offset` (paging), and two commands are
- * added: `search` (RQ's `GET /search` as a command, paged) and `stats` (counters since
- * the queue process started).
+ * added: `search` (RQ's `GET /search` as a command, paged, with an optional free text)
+ * and `stats` (counters since the queue process started).
  */
 import { RqError, coerceError } from '../domain/errors.js';
 import { parseFullId } from '../domain/ids.js';
@@ -36,7 +36,10 @@ function optionalCount(arg: Record<string, unknown>, key: string): number | unde
   return value;
 }
 
-/** The argument of `search`: `{"query": {field: text}?, "exact"?, "states"?, "offset"?, "limit"?}`. */
+/**
+ * The argument of `search`: `{"query": {field: text}?, "text"?, "exact"?, "states"?,
+ * "offset"?, "limit"?}`; `text` is free text, a non-empty string (absent or null: none).
+ */
 function searchQuery(arg: Record<string, unknown>): SearchQuery {
   const query = arg['query'] ?? {};
   if (!isPlainObject(query) || !Object.values(query).every((v) => typeof v === 'string')) {
@@ -44,6 +47,10 @@ function searchQuery(arg: Record<string, unknown>): SearchQuery {
   }
   const exact = arg['exact'] ?? false;
   if (typeof exact !== 'boolean') throw new RqError('RQ_BAD_REQUEST', `'exact' must be true or false, got ${JSON.stringify(exact)}`);
+  const text = arg['text'] ?? undefined;
+  if (text !== undefined && (typeof text !== 'string' || text === '')) {
+    throw new RqError('RQ_BAD_REQUEST', `'text' must be a non-empty string, got ${JSON.stringify(text)}`);
+  }
   const states = arg['states'] ?? STATES;
   if (!Array.isArray(states) || !states.every(isState)) {
     throw new RqError('RQ_BAD_REQUEST', `'states' must be an array of states (${STATES.join(', ')}), got ${JSON.stringify(states)}`);
@@ -51,6 +58,7 @@ function searchQuery(arg: Record<string, unknown>): SearchQuery {
   return {
     query: query as Record<string, string>,
     exact,
+    ...(text !== undefined ? { text } : {}),
     states: states as State[],
     offset: optionalCount(arg, 'offset') ?? 0,
     limit: optionalCount(arg, 'limit') ?? Infinity,

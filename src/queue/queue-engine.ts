@@ -113,7 +113,10 @@ export interface MessageView extends Message {
 export interface SearchQuery {
   /** Field of the read view → text; a message matches when every pair does. */
   query: Readonly<Record<string, string>>;
+  /** Pairs are matched exactly, not as substrings (the free text is always a substring). */
   exact: boolean;
+  /** Free text: a substring of the id, of a param (see fieldMatches) or of the status text. */
+  text?: string;
   states: readonly State[];
   /** Matches to skip, then at most `limit` returned. */
   offset: number;
@@ -403,19 +406,28 @@ export class QueueEngine {
 
   /**
    * search (RQ's `GET /search`, spec/rq.md §7.3): the read views of the messages that
-   * match every query pair (see fieldMatches), visiting the states in SEARCH_ORDER, each
-   * in its `messages` order; `offset` matches are skipped, then at most `limit` kept.
-   * Views carry no `_attachments`: hashing every attachment would make a search as slow
-   * as the queue is big.
+   * match every query pair (see fieldMatches) and, given a free text, hold it in their id,
+   * a param or their status text; visiting the states in SEARCH_ORDER, each in its
+   * `messages` order; `offset` matches are skipped, then at most `limit` kept. Views carry
+   * no `_attachments`: hashing every attachment would make a search as slow as the queue
+   * is big.
    *
    * Fast on a big queue: every state's ids are taken from memory first (a message that
    * moves during the search is skipped, never shown twice); the fields memory knows
-   * (knownField) are checked before any file is read, `status` before `msg`; the scan
-   * stops at `limit` and lets other events in every SEARCH_READS_PER_TURN reads.
+   * (knownField) are checked before any file is read, `status` before `msg`. The free
+   * text is looked for in memory first (the id; the params of que and run), then in
+   * files: for que and run the status, and `msg` is read only for a match; elsewhere
+   * `msg`, then the status. A waiting message's status is not in memory: a resent one
+   * keeps the status file its run wrote, across restarts too (the que index holds no
+   * status). The scan stops at `limit` and lets other events in every
+   * SEARCH_READS_PER_TURN reads.
    */
   async search(q: SearchQuery): Promise<SearchResult> {
     const pairs = Object.entries(q.query);
     const statusQuery = q.query['status'];
+    const { text } = q;
+    /** Whether the free text is in one of these values (always, without a text). */
+    const holdsText = (values: readonly unknown[]): boolean => text === undefined || values.some((v) => fieldMatches(v, text, false));
     const lists = SEARCH_ORDER.filter((s) => q.states.includes(s)).map((s) => [s, this.searchIds(s)] as const);
     const messages: MessageView[] = [];
     let matched = 0;
@@ -427,36 +439,40 @@ export class QueueEngine {
         scanned++;
         const [id, entry] = typeof item === 'string' ? [item, undefined] : [item.id, item];
         let fromMemory = true;
-        const rejected = pairs.some(([f, text]) => {
+        const rejected = pairs.some(([f, value]) => {
           const v = knownField(state, id, entry, f);
           if (v === UNKNOWN) fromMemory = false;
-          return v !== UNKNOWN && !fieldMatches(v, text, q.exact);
+          return v !== UNKNOWN && !fieldMatches(v, value, q.exact);
         });
         if (rejected) continue;
+        let hasText = holdsText([id, ...(entry?.params ?? [])]);
         // A match memory is sure of needs no file until it is past the offset.
-        if (fromMemory && matched < q.offset) {
+        if (fromMemory && hasText && matched < q.offset) {
           matched++;
           continue;
         }
         if (++reads % SEARCH_READS_PER_TURN === 0) await new Promise((r) => setImmediate(r));
         let status: string | undefined;
-        if (statusQuery !== undefined) {
-          status = this.statusText(state, id);
-          if (!fieldMatches(status, statusQuery, q.exact)) continue;
+        const statusOf = (): string => (status ??= this.statusText(state, id));
+        if (statusQuery !== undefined && !fieldMatches(statusOf(), statusQuery, q.exact)) continue;
+        if (!hasText && entry !== undefined) {
+          if (!holdsText([statusOf()])) continue;
+          hasText = true;
         }
         let view: MessageView;
         try {
-          // The status is read for a match only, unless the query asks for it.
-          view = this.readView(state, id, status ?? '');
+          // The status is read for a match only, unless the query or the text asks for it.
+          view = this.readView(state, id, '');
         } catch {
           continue; // moved on since the ids were taken, or unreadable
         }
         delete view._attachments;
         // Own fields only: a query for `constructor` must not find Object's.
         const field = (f: string): unknown => (Object.hasOwn(view, f) ? view[f] : undefined);
-        if (pairs.some(([f, text]) => f !== 'status' && !fieldMatches(field(f), text, q.exact))) continue;
+        if (pairs.some(([f, value]) => f !== 'status' && !fieldMatches(field(f), value, q.exact))) continue;
+        if (!hasText && !holdsText(PARAM_KEYS.map(field)) && !holdsText([statusOf()])) continue;
         if (matched++ < q.offset) continue;
-        view.status = status ?? this.statusText(state, id);
+        view.status = statusOf();
         messages.push(view);
       }
     }

@@ -208,8 +208,11 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     },
 
     readStatus(state, id) {
+      const file = path.join(q.msgDir(state, id), 'status');
+      // Most waiting messages have no status file; a failed open costs a thrown error (4x a stat).
+      if (!fs.existsSync(file)) return undefined;
       try {
-        const v = JSON.parse(fs.readFileSync(path.join(q.msgDir(state, id), 'status'), 'utf8')) as { job_status?: unknown };
+        const v = JSON.parse(fs.readFileSync(file, 'utf8')) as { job_status?: unknown };
         return { job_status: typeof v.job_status === 'string' ? v.job_status : null };
       } catch {
         return undefined;

@@ -7,6 +7,7 @@
  *
  * The web only reads message files and logs; every change goes through an RPC.
  */
+import os from 'node:os';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { RqError, coerceError } from '../domain/errors.js';
 import type { MainConfig } from '../domain/main-config.js';
@@ -15,7 +16,7 @@ import type { RootLayout } from '../store/layout.js';
 import type { WebContext } from './context.js';
 import { createGateway } from './gateway.js';
 import { multipart, parseQuery } from './params.js';
-import { allowedIps, basicAuth, baseHeaders, methodsAndHeaders, pageSetup, relativeRoot, requireMgr } from './pipeline.js';
+import { allowedIps, basicAuth, baseHeaders, methodsAndHeaders, pageSetup, relativeRoot, requireMgr, sameOrigin } from './pipeline.js';
 import { PUBLIC_DIR, sendPage } from './render.js';
 import { createResponder } from './respond.js';
 import { fileRoutes } from './routes/files.js';
@@ -45,15 +46,17 @@ function bodyParserError(err: unknown): RqError | undefined {
 export function createApp(deps: AppDeps): Express {
   const { root, config, log } = deps;
   const gw = createGateway(root);
-  const ctx: WebContext = { config, gw, respond: createResponder(config), log, tmpdir: () => process.env['TMPDIR'] ?? '/tmp' };
+  const ctx: WebContext = { config, gw, respond: createResponder(config), log, tmpdir: () => process.env['TMPDIR'] ?? os.tmpdir() };
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('query parser', parseQuery);
 
-  app.use(baseHeaders(), allowedIps(config), methodsAndHeaders(), relativeRoot(config), basicAuth(config), pageSetup(config));
+  app.use(baseHeaders(), allowedIps(config), methodsAndHeaders(), sameOrigin(), relativeRoot(config), basicAuth(config), pageSetup(config));
   app.use(express.static(PUBLIC_DIR, { index: false, redirect: false, etag: false }));
-  app.use(express.urlencoded({ extended: true, limit: BODY_LIMIT, parameterLimit: 10_000 }));
+  // Nested form keys go as deep as in query strings and multipart fields (params.ts).
+  const urlencoded = { extended: true, limit: BODY_LIMIT, parameterLimit: 10_000, depth: 8 };
+  app.use(express.urlencoded(urlencoded));
   app.use(express.json({ limit: BODY_LIMIT, strict: false }));
   app.use(multipart(ctx.tmpdir));
   app.use(opsRoutes(ctx));

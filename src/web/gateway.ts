@@ -10,7 +10,7 @@ import path from 'node:path';
 import { rpcCall } from '../client/rpc.js';
 import { isValidQueueName } from '../domain/names.js';
 import { queueLayout, type QueueLayout, type RootLayout } from '../store/layout.js';
-import { runningPid } from '../supervisor/mgr-pid.js';
+import { runningPid } from '../supervisor/pid-file.js';
 import { webError } from './web-errors.js';
 
 /** Queues rq ships; the dashboard lists them after the custom ones (spec/rq.md §7.3). */

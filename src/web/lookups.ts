@@ -3,7 +3,7 @@
  * grammar before anything else (spec/rq.md §10.2), the queue is resolved through router
  * mode (§7.6), and a failed RPC is RQ's 404 `Message ID not found`. The message
  * directory comes from the queue's own answer (`get_message_status` path), never from a
- * path built out of the request.
+ * path built out of the request. `isOk` is the one test of a reply's success.
  */
 import path from 'node:path';
 import { isSafeId, parseFullId } from '../domain/ids.js';
@@ -21,6 +21,11 @@ export interface MessageLocation {
   dir: string;
 }
 
+/** An RPC reply that says `ok` (`["ok", value]`); anything else, no reply included, is not. */
+export function isOk(reply: unknown): reply is ['ok', unknown] {
+  return Array.isArray(reply) && reply[0] === 'ok';
+}
+
 /** A `:msg_id` path parameter (short id, or full id) as a short id; 404 if it is not one. */
 export function checkMsgId(raw: string): string {
   const id = parseFullId(raw).shortId;
@@ -34,22 +39,31 @@ export function checkFileName(name: string, what: string): string {
   return name;
 }
 
+/**
+ * Where message `id` of queue `queue` (already routed) is now, from the queue's
+ * `get_message_status`: `missing` when the queue does not know it, undefined when the
+ * queue did not answer or refused to (e.g. `status: DOWN`).
+ */
+export async function findMessage(gw: Gateway, queue: string, id: string, timeoutMs?: number): Promise<MessageLocation | 'missing' | undefined> {
+  const reply = await gw.queue(queue, 'get_message_status', { msg_id: id }, timeoutMs);
+  if (!isOk(reply)) return Array.isArray(reply) && reply[1] === 'msg not found' ? 'missing' : undefined;
+  const { path: rel, status, state } = reply[1] as { path: string; status: string; state: State };
+  return { queue, id, state, status, dir: path.resolve(gw.root.root, rel) };
+}
+
 /** The message `raw` of queue `name` (routed), or a 404. */
 export async function locateMessage(gw: Gateway, name: string, raw: string): Promise<MessageLocation> {
   gw.existing(name);
-  const id = checkMsgId(raw);
-  const queue = gw.routed(name);
-  const reply = (await gw.queue(queue, 'get_message_status', { msg_id: id })) as [string, { path: string; status: string; state: State }] | null;
-  if (!Array.isArray(reply) || reply[0] !== 'ok') throw webError('RQ_NOT_FOUND', 'Message ID not found');
-  const { path: rel, status, state } = reply[1];
-  return { queue, id, state, status, dir: path.resolve(gw.root.root, rel) };
+  const loc = await findMessage(gw, gw.routed(name), checkMsgId(raw));
+  if (typeof loc !== 'object') throw webError('RQ_NOT_FOUND', 'Message ID not found');
+  return loc;
 }
 
 /** The read view of a message (§1.10) from `get_message`, or a 404. */
 export async function messageView(gw: Gateway, name: string, raw: string): Promise<Record<string, unknown>> {
   gw.existing(name);
   const id = checkMsgId(raw);
-  const reply = (await gw.queue(gw.routed(name), 'get_message', { msg_id: id })) as [string, Record<string, unknown>] | null;
-  if (!Array.isArray(reply) || reply[0] !== 'ok') throw webError('RQ_NOT_FOUND', 'Message ID not found');
-  return reply[1];
+  const reply = await gw.queue(gw.routed(name), 'get_message', { msg_id: id });
+  if (!isOk(reply)) throw webError('RQ_NOT_FOUND', 'Message ID not found');
+  return reply[1] as Record<string, unknown>;
 }

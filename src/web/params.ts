@@ -4,9 +4,12 @@
  * path parameter overrides a query or form parameter of the same name.
  *
  * Multipart bodies are parsed by busboy. Every file part streams to its own temp file in
- * the config's `tmpdir` (`RackMultipart-*`, as RQ named them), which is removed when the
- * response is over, whatever happened; the queue hard-links what it keeps. Bad multipart
- * is a 400 and leaves no file behind.
+ * the config's `tmpdir` (`RackMultipart-*`, as RQ named them); the queue hard-links what
+ * it keeps. A route removes the temp files before it replies (removeUploads); whatever
+ * happened, they are removed when the response is over. A bad multipart body, a limit
+ * hit, a temp file that cannot be written, or a client that goes away mid-body stops
+ * busboy, closes every temp file and removes it (before the error reply): no fd and no
+ * disk space stay behind. Bad multipart is a 400, a temp file that cannot be written a 500.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -21,7 +24,7 @@ import { webError } from './web-errors.js';
 /** Nested keys go this deep (`mesg[a][b][c]`); deeper text stays a literal key. */
 const QS_OPTIONS = { depth: 8, arrayLimit: 1000, parameterLimit: 10_000 } as const;
 /** Form fields of one multipart body, together. File parts have no limit (they go to disk). */
-export const MULTIPART_FIELDS_LIMIT = 64 * 1024 * 1024;
+const MULTIPART_FIELDS_LIMIT = 64 * 1024 * 1024;
 
 export function parseQuery(text: string): Record<string, unknown> {
   return qs.parse(text, QS_OPTIONS);
@@ -51,6 +54,39 @@ export function uploads(res: Response): Record<string, Upload> {
   return (res.locals['uploads'] as Record<string, Upload> | undefined) ?? {};
 }
 
+/** Per multipart response: closes and removes its temp files (once, however often asked). */
+const REMOVERS = new WeakMap<Response, () => Promise<void>>();
+
+/** Remove the request's upload temp files now (a route does it before it replies). */
+export async function removeUploads(res: Response): Promise<void> {
+  await REMOVERS.get(res)?.();
+}
+
+/** The temp files of one multipart body, each with the stream writing it. */
+function tempFiles(): { add(file: string, out: fs.WriteStream): void; remove(): Promise<void> } {
+  const temps: { file: string; out: fs.WriteStream }[] = [];
+  let removing: Promise<void> | undefined;
+  /** Resolves once `out` has closed its fd (destroying it first when it is still writing). */
+  const closed = (out: fs.WriteStream): Promise<void> =>
+    new Promise((resolve) => {
+      if (out.closed) {
+        resolve();
+        return;
+      }
+      out.once('close', () => resolve());
+      out.destroy();
+    });
+  return {
+    add: (file, out) => temps.push({ file, out }),
+    // A stream still opening its file would create it after an early unlink: close first.
+    remove: () =>
+      (removing ??= Promise.all(temps.map(({ file, out }) => closed(out).then(() => fs.promises.rm(file, { force: true })))).then(
+        () => undefined,
+        () => undefined, // nothing better to do with a temp file that cannot be removed
+      )),
+  };
+}
+
 /** Parse a multipart/form-data body into `req.body` (fields) and `uploads(res)` (files). */
 export function multipart(tmpdir: () => string): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
@@ -58,10 +94,6 @@ export function multipart(tmpdir: () => string): RequestHandler {
       next();
       return;
     }
-    const temps: string[] = [];
-    res.on('close', () => {
-      for (const f of temps) fs.rm(f, { force: true }, () => undefined);
-    });
     let bb: busboy.Busboy;
     try {
       bb = busboy({ headers: req.headers, preservePath: true, limits: { fieldSize: MULTIPART_FIELDS_LIMIT, fields: 10_000, files: 100 } });
@@ -69,18 +101,44 @@ export function multipart(tmpdir: () => string): RequestHandler {
       next(webError('RQ_BAD_REQUEST', `Bad multipart body: ${coerceError(e).message}`));
       return;
     }
+    const temps = tempFiles();
+    REMOVERS.set(res, temps.remove);
+    res.on('close', () => void temps.remove());
     const fields: [string, string][] = [];
     const files: Record<string, Upload> = {};
     const writes: Promise<void>[] = [];
     let fieldBytes = 0;
-    let failed = false;
-    const fail = (e: Error): void => {
-      if (failed) return;
-      failed = true;
+    /** Busboy is done: parsed to the end, or stopped. */
+    let over = false;
+    /** Stop reading the body, close and remove every temp file. */
+    const stop = (): Promise<void> => {
+      over = true;
       req.unpipe(bb);
-      req.resume();
-      next(e);
+      bb.destroy();
+      return temps.remove();
     };
+    /**
+     * Stop, read the rest of the body away, then reply with `e` (no temp file left by
+     * then). A reply before the end of the body would close the connection, and a client
+     * still sending (fetch, for one) would lose the reply to an EPIPE.
+     */
+    const fail = (e: Error): void => {
+      if (over) return;
+      const stopped = stop();
+      const read = new Promise<boolean>((resolve) => {
+        if (req.readableEnded) resolve(true);
+        req.once('end', () => resolve(true));
+        req.once('close', () => resolve(req.complete));
+      });
+      req.resume();
+      void Promise.all([read, stopped]).then(([whole]) => {
+        if (whole) next(e); // else the client went away: nobody to answer
+      });
+    };
+    // The client went away before the body was complete: nobody to answer.
+    req.on('close', () => {
+      if (!over && !req.complete) void stop();
+    });
     bb.on('field', (name, value, info) => {
       fieldBytes += name.length + value.length;
       if (info.valueTruncated || fieldBytes > MULTIPART_FIELDS_LIMIT) {
@@ -91,12 +149,16 @@ export function multipart(tmpdir: () => string): RequestHandler {
     });
     bb.on('file', (name, stream, info) => {
       const tmp = path.join(tmpdir(), `RackMultipart-${crypto.randomUUID()}`);
-      temps.push(tmp);
       const out = fs.createWriteStream(tmp, { flags: 'wx', mode: 0o600 });
+      temps.add(tmp, out);
+      // Handled at once: an open or write failure (ENOSPC, EMFILE, no tmpdir) is a 500, never an unhandled rejection.
       writes.push(
-        pipeline(stream, out).then(() => {
-          files[name] = { path: tmp, filename: info.filename ?? '', size: out.bytesWritten };
-        }),
+        pipeline(stream, out).then(
+          () => {
+            files[name] = { path: tmp, filename: info.filename ?? '', size: out.bytesWritten };
+          },
+          (e: unknown) => fail(webError('RQ_IO', `Could not store the upload: ${coerceError(e).message}`)),
+        ),
       );
     });
     bb.on('error', (e) => fail(webError('RQ_BAD_REQUEST', `Bad multipart body: ${coerceError(e).message}`)));
@@ -104,15 +166,13 @@ export function multipart(tmpdir: () => string): RequestHandler {
     bb.on('filesLimit', () => fail(webError('RQ_TOO_LARGE', 'Too many multipart files')));
     bb.on('fieldsLimit', () => fail(webError('RQ_TOO_LARGE', 'Too many multipart fields')));
     bb.on('close', () => {
-      Promise.all(writes).then(
-        () => {
-          if (failed) return;
-          req.body = parseQuery(new URLSearchParams(fields).toString());
-          res.locals['uploads'] = files;
-          next();
-        },
-        (e: unknown) => fail(webError('RQ_IO', `Could not store the upload: ${coerceError(e).message}`)),
-      );
+      void Promise.all(writes).then(() => {
+        if (over) return;
+        over = true;
+        req.body = parseQuery(new URLSearchParams(fields).toString());
+        res.locals['uploads'] = files;
+        next();
+      });
     });
     req.pipe(bb);
   };

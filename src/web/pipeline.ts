@@ -1,8 +1,8 @@
 /**
  * The request pipeline of spec/rq.md §7.1 and the HTTP-layer rules of §4.4, as express
  * middleware, in order: request id and security headers, allowed_ips, methods and POST
- * headers, the relative root, Basic auth, path clean-up, the flash, and (after static
- * files) the rq-mgr liveness check. Each step answers on its own or passes on.
+ * headers, cross-site POSTs, the relative root, Basic auth, path clean-up, the flash,
+ * and (after static files) the rq-mgr liveness check. Each step answers on its own or passes on.
  */
 import crypto from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -17,12 +17,13 @@ import type { PageContext } from './render.js';
  */
 export const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; img-src 'self' data:; " +
-  "connect-src 'self'; frame-src 'self'; frame-ancestors 'self'; form-action 'self'; base-uri 'none'";
+  "connect-src 'self'; frame-ancestors 'self'; form-action 'self'; base-uri 'none'";
 
 /** The small HTML error documents of the HTTP layer (§4.4), titled `<code> <text>`. */
-export function sendHttpError(res: Response, status: number, text: string): void {
+function sendHttpError(res: Response, status: number, text: string, detail = ''): void {
   const title = `${status} ${text}`;
-  res.status(status).type('text/html; charset=utf-8').send(`<!DOCTYPE html><html><head><title>${title}</title></head><body><h1>${title}</h1></body></html>\n`);
+  const p = detail === '' ? '' : `<p>${detail}</p>`;
+  res.status(status).type('text/html; charset=utf-8').send(`<!DOCTYPE html><html><head><title>${title}</title></head><body><h1>${title}</h1>${p}</body></html>\n`);
 }
 
 const REQUEST_ID_RE = /^[\w.:-]{1,128}$/;
@@ -59,6 +60,29 @@ export function methodsAndHeaders(): RequestHandler {
     if (req.method !== 'GET' && req.method !== 'POST') sendHttpError(res, 500, 'Server Error');
     else if (req.method === 'POST' && req.headers['content-length'] === undefined) sendHttpError(res, 400, 'Bad Request no content-length');
     else if (req.method === 'POST' && req.headers['content-type'] === undefined) sendHttpError(res, 400, 'Bad Request no content-type');
+    else next();
+  };
+}
+
+/**
+ * Beyond RQ: a POST from another site's page is refused (403), so a link or form
+ * elsewhere cannot make a logged-in browser create queues or delete messages. Browsers
+ * say where a request comes from (`Sec-Fetch-Site`, `Origin`); curl, scripts and RQ's
+ * own clients send neither and are not affected.
+ */
+export function sameOrigin(): RequestHandler {
+  return (req, res, next) => {
+    const site = req.headers['sec-fetch-site'];
+    const origin = req.headers.origin;
+    let foreign = req.method === 'POST' && site === 'cross-site';
+    if (req.method === 'POST' && origin !== undefined) {
+      try {
+        foreign ||= new URL(origin).host !== req.headers.host;
+      } catch {
+        foreign = true;
+      }
+    }
+    if (foreign) sendHttpError(res, 403, 'Forbidden', 'A POST from another site is refused.');
     else next();
   };
 }

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import { isPlainObject } from '../domain/message.js';
 import { STATES, type State } from '../domain/states.js';
 import type { StatsReply } from '../queue/queue-stats.js';
-import { runningPid } from '../supervisor/mgr-pid.js';
+import { livePid, runningPid } from '../supervisor/pid-file.js';
 import { queueLayout } from '../store/layout.js';
 import type { Gateway } from './gateway.js';
 
@@ -46,23 +46,6 @@ export interface MgrProbe {
   version: string | null;
 }
 
-/** The pid in a pid file when that process is alive, else null. */
-export function livePid(file: string): number | null {
-  let pid: number;
-  try {
-    pid = Number.parseInt(fs.readFileSync(file, 'utf8'), 10);
-  } catch {
-    return null;
-  }
-  if (!Number.isInteger(pid) || pid <= 0) return null;
-  try {
-    process.kill(pid, 0);
-    return pid;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM' ? pid : null;
-  }
-}
-
 export function adminStatus(gw: Gateway, name: string): AdminStatus {
   const q = queueLayout(gw.root, name);
   if (fs.existsSync(q.downFlag)) return 'DOWN';
@@ -92,7 +75,7 @@ export async function probeQueue(gw: Gateway, name: string, opts: { stats?: bool
     ask('num_messages', {}),
     opts.stats ? ask('stats') : Promise.resolve(null),
   ]);
-  const pid = livePid(queueLayout(gw.root, name).pidFile);
+  const pid = livePid(queueLayout(gw.root, name).pidFile, '[rq-que]') ?? null;
   const up = firstOf(ping) === 'pong';
   const s = firstOf(status);
   const u = firstOf(uptime);

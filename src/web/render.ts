@@ -10,7 +10,7 @@ import ejs from 'ejs';
 import { PACKAGE_ROOT } from '../lib/install-root.js';
 import type { Flash } from './flash.js';
 
-export const VIEWS_DIR = path.join(PACKAGE_ROOT, 'src/web/views');
+const VIEWS_DIR = path.join(PACKAGE_ROOT, 'src/web/views');
 export const PUBLIC_DIR = path.join(PACKAGE_ROOT, 'src/web/public');
 
 /** What every page gets: the URL prefix, the environment name and the pending flash. */
@@ -22,8 +22,10 @@ export interface PageContext {
   queue?: string;
 }
 
-export function pageContext(res: Response): PageContext {
-  return res.locals['page'] as PageContext;
+/** The locals of a view: the page context, its `urlFor`, and the route's own `locals`. */
+function viewLocals(res: Response, locals: Record<string, unknown>): Record<string, unknown> {
+  const ctx = res.locals['page'] as PageContext;
+  return { ...ctx, urlFor: (...parts: string[]) => urlFor(ctx.root, ...parts), ...locals };
 }
 
 /** `<root>q/<q>/<id>/...`: each part percent-encoded, so a name can never break a URL. */
@@ -37,8 +39,7 @@ async function renderView(view: string, locals: Record<string, unknown>): Promis
 
 /** Render `view` inside the layout and send it with `status`. */
 export async function sendPage(res: Response, view: string, locals: Record<string, unknown> = {}, status = 200): Promise<void> {
-  const ctx = pageContext(res);
-  const all = { ...ctx, urlFor: (...parts: string[]) => urlFor(ctx.root, ...parts), ...locals };
+  const all = viewLocals(res, locals);
   const body = await renderView(view, all);
   const html = await renderView('layout', { ...all, body });
   res.status(status).type('text/html; charset=utf-8').send(html);
@@ -46,7 +47,6 @@ export async function sendPage(res: Response, view: string, locals: Record<strin
 
 /** Render a standalone page (the tail viewer has no layout). */
 export async function sendBare(res: Response, view: string, locals: Record<string, unknown> = {}): Promise<void> {
-  const ctx = pageContext(res);
-  const html = await renderView(view, { ...ctx, urlFor: (...parts: string[]) => urlFor(ctx.root, ...parts), ...locals });
+  const html = await renderView(view, viewLocals(res, locals));
   res.type('text/html; charset=utf-8').send(html);
 }

@@ -26,7 +26,8 @@ export function createResponder(config: MainConfig): Responder {
     },
     back(req) {
       const b = param(req, 'back');
-      return b !== undefined && b.startsWith('/') && !b.startsWith('//') && !b.includes('\\') ? b : config.relativeRoot;
+      // A local path of printable ASCII only: no other site, and nothing a header cannot carry.
+      return b !== undefined && /^\/(?![/\\])[\x21-\x7e]*$/.test(b) ? b : config.relativeRoot;
     },
   };
 }

@@ -8,12 +8,18 @@
  * newline, or for the end of the run. Every chunk's event id is the byte offset after it,
  * so a reconnecting EventSource (Last-Event-ID) resumes exactly where it stopped.
  *
- * Per message, however many viewers: one timer asks the queue for the message's state
- * about once a second (`get_message_state`). The same tick is the slow-poll fallback
- * behind fs.watch and the clock of the heartbeats. Once the message is out of
- * prep/que/run, the tail reads to the end, flushes the unfinished line, sends
- * `event: end` with the final state and closes. A client that goes away stops its
- * watcher and closes its fd at once.
+ * Per message, however many viewers: one timer asks the queue where the message is about
+ * once a second (`get_message_status`: its state and directory), also while it waits in
+ * prep or que and its log is not there yet, so a viewer costs no RPC of its own. The same
+ * tick is the slow-poll fallback behind fs.watch and the clock of the heartbeats. Once
+ * the message is out of prep/que/run, the tail reads to the end, flushes the unfinished
+ * line, sends `event: end` with the final state and closes. A client that goes away
+ * stops its watcher and closes its fd at once.
+ *
+ * Limits: at most 256 live tails at once (RQ_WEB_MAX_TAILS, read at web start, sets
+ * another number) and 32 per message; beyond them the reply is a 503 that says so. A
+ * stream of a message that waits in prep or que with nothing new for 10 minutes is
+ * closed without `event: end` (after `retry: 30000`): the EventSource reconnects.
  *
  * The stream, in order: `event: state` (data: the state; again on every change),
  * `event: skipped` (data: bytes left out at the start of a first connection, which sends
@@ -29,11 +35,12 @@ import type { Response } from 'express';
 import { coerceError } from '../domain/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { Gateway } from './gateway.js';
+import { findMessage } from './lookups.js';
 
 /** States in which a message's files may still grow. */
 const ACTIVE_STATES: ReadonlySet<string> = new Set(['prep', 'que', 'run']);
 /** A first connection (no offset given) gets at most this much of the end of the file. */
-export const FIRST_WINDOW_BYTES = 256 * 1024;
+const FIRST_WINDOW_BYTES = 256 * 1024;
 const READ_BYTES = 64 * 1024;
 /** A line longer than this goes out in pieces instead of waiting for its newline. */
 const MAX_LINE_BYTES = 64 * 1024;
@@ -41,6 +48,17 @@ const MAX_LINE_BYTES = 64 * 1024;
 const POLL_MS = 1000;
 /** A comment goes out when nothing else did for this long, in ms. */
 const HEARTBEAT_MS = 15_000;
+/** Live tails open at once, all together; RQ_WEB_MAX_TAILS (read once, at web start) sets another number. */
+const MAX_TAILS = 256;
+/** Live tails of one message open at once (never more than the total). */
+const MAX_TAILS_PER_MESSAGE = 32;
+/** States in which a message waits to start (its log is not there yet). */
+const WAITING_STATES: ReadonlySet<string> = new Set(['prep', 'que']);
+/** A stream of a waiting message that sent nothing for this long is closed, in ms; the client reconnects. */
+const IDLE_MS = 10 * 60_000;
+/** The delay a client is asked to wait before it tries again, in ms: `retry:` of an idle stream, `Retry-After` of a 503. */
+const RETRY_MS = 30_000;
+
 /**
  * fg and bg are the colours of `pre#tail-output` in rq.css (ansi-to-html uses them for the
  * "default colour" codes); the 16 base colours are lightened to read on that dark ground.
@@ -64,69 +82,112 @@ export interface OpenedFile {
   mtimeMs: number;
 }
 
-/** One viewer of a message, driven by the shared per-message poll. */
-interface Viewer {
-  /** About once a second: poll the file, send a heartbeat when due. */
-  tick(): void;
-  /** The state the queue gave, `deleted` when it no longer knows the message. */
-  state(state: string): void;
+/** Live tails open at once: all together and per message. */
+export interface TailLimits {
+  total: number;
+  perMessage: number;
 }
 
-/** One `get_message_state` poll per message, shared by all its viewers. */
-export interface StateWatch {
-  /** Start delivering ticks and states to `viewer`; the returned function stops it. */
-  watch(queue: string, id: string, viewer: Viewer): () => void;
-}
-
-export function createStateWatch(gw: Gateway): StateWatch {
-  const polls = new Map<string, { viewers: Set<Viewer>; timer: NodeJS.Timeout; asking: boolean }>();
-  const ask = async (queue: string, id: string): Promise<string | undefined> => {
-    const reply = await gw.queue(queue, 'get_message_state', { msg_id: id }, 5000);
-    if (!Array.isArray(reply)) return undefined; // the queue did not answer: ask again next tick
-    if (reply[0] === 'ok' && typeof reply[1] === 'string') return reply[1];
-    return reply[1] === 'msg not found' ? 'deleted' : undefined; // e.g. `status: DOWN`: wait
-  };
-  return {
-    watch(queue, id, viewer) {
-      const key = `${queue}/${id}`;
-      let poll = polls.get(key);
-      if (!poll) {
-        const p = { viewers: new Set<Viewer>(), asking: false, timer: setInterval(() => {
-          for (const v of p.viewers) v.tick();
-          if (p.asking) return;
-          p.asking = true;
-          void ask(queue, id).then((state) => {
-            p.asking = false;
-            if (state !== undefined) for (const v of p.viewers) v.state(state);
-          });
-        }, POLL_MS) };
-        poll = p;
-        polls.set(key, p);
-      }
-      const current = poll;
-      current.viewers.add(viewer);
-      return () => {
-        current.viewers.delete(viewer);
-        if (current.viewers.size === 0) {
-          clearInterval(current.timer);
-          polls.delete(key);
-        }
-      };
-    },
-  };
+/** The caps: RQ_WEB_MAX_TAILS (a positive integer) when set, else 256; per message at most 32. */
+export function tailLimits(env: NodeJS.ProcessEnv, log: Logger): TailLimits {
+  const raw = env['RQ_WEB_MAX_TAILS'];
+  let total = MAX_TAILS;
+  if (raw !== undefined && raw !== '') {
+    if (/^[1-9]\d{0,5}$/.test(raw)) total = Number(raw);
+    else log.warn({ RQ_WEB_MAX_TAILS: raw }, `RQ_WEB_MAX_TAILS must be a positive integer: using ${MAX_TAILS}`);
+  }
+  return { total, perMessage: Math.min(MAX_TAILS_PER_MESSAGE, total) };
 }
 
 export interface LiveTailOptions {
+  /** The queue that serves the message (the routed one). */
   queue: string;
   id: string;
   /** The state the message had when the request came in. */
   state: string;
+  /** Its directory then. */
+  dir: string;
   /** The byte offset to start from (Last-Event-ID or `?from=`); undefined on a first connection. */
   from: number | undefined;
-  /** Open the file where the message is now; undefined while it does not exist. */
-  open: () => Promise<OpenedFile | undefined>;
-  states: StateWatch;
-  log: Logger;
+  /** Open the file in the message directory `dir`; undefined while it does not exist. */
+  open: (dir: string) => Promise<OpenedFile | undefined>;
+}
+
+/** Every live tail of the web process: the caps, and one poll per message for all its viewers. */
+export interface TailHub {
+  /** Answer `res` with the live tail (it ends by itself or when the client goes away), or a 503 beyond the caps. */
+  start(res: Response, opts: LiveTailOptions): void;
+}
+
+/** The viewers of one message and the timer that polls it for them. */
+interface Poll {
+  viewers: Set<LiveTail>;
+  timer: NodeJS.Timeout;
+  asking: boolean;
+}
+
+export function createTailHub(gw: Gateway, log: Logger, limits: TailLimits): TailHub {
+  const polls = new Map<string, Poll>();
+  let open = 0;
+
+  /** About once a second: every viewer reads what is new; one `get_message_status` for all. */
+  const tick = (poll: Poll, queue: string, id: string): void => {
+    for (const v of poll.viewers) v.tick();
+    if (poll.asking) return;
+    poll.asking = true;
+    findMessage(gw, queue, id, 5000)
+      .then((loc) => {
+        // No answer (or e.g. `status: DOWN`): ask again next tick.
+        if (loc === undefined) return;
+        for (const v of poll.viewers) {
+          if (loc === 'missing') v.update('deleted', undefined);
+          else v.update(loc.state, loc.dir);
+        }
+      })
+      .catch((err: unknown) => log.error({ err: coerceError(err).message, queue, msg_id: id }, 'live tail: cannot ask the message state'))
+      .finally(() => {
+        poll.asking = false;
+      });
+  };
+
+  const refusal = (key: string): string | undefined => {
+    if (open >= limits.total) return `Too many live tails open (at most ${limits.total} at once): try again later`;
+    if ((polls.get(key)?.viewers.size ?? 0) >= limits.perMessage) {
+      return `Too many live tails of message ${key} open (at most ${limits.perMessage} at once): try again later`;
+    }
+    return undefined;
+  };
+
+  return {
+    start(res, opts) {
+      if (res.destroyed) return; // the client left while the message was looked up
+      const key = `${opts.queue}/${opts.id}`;
+      const why = refusal(key);
+      if (why !== undefined) {
+        res.status(503).setHeader('Retry-After', String(RETRY_MS / 1000));
+        res.type('text/plain; charset=utf-8').send(`503 - ${why}\n`);
+        return;
+      }
+      let poll = polls.get(key);
+      if (!poll) {
+        const p: Poll = { viewers: new Set(), asking: false, timer: setInterval(() => tick(p, opts.queue, opts.id), POLL_MS) };
+        polls.set(key, p);
+        poll = p;
+      }
+      const mine = poll;
+      open++;
+      const tail = new LiveTail(res, opts, log, () => {
+        open--;
+        mine.viewers.delete(tail);
+        if (mine.viewers.size === 0) {
+          clearInterval(mine.timer);
+          polls.delete(key);
+        }
+      });
+      mine.viewers.add(tail);
+      tail.begin();
+    },
+  };
 }
 
 /** Where a first connection starts: the start of the first whole line of the last 256 KiB. */
@@ -146,61 +207,72 @@ function utf8Cut(buf: Buffer, at: number): number {
   return cut;
 }
 
-/** Answer `res` with the live tail; it ends by itself or when the client goes away. */
-export function startLiveTail(res: Response, opts: LiveTailOptions): void {
-  res.status(200);
-  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-  res.setHeader('Cache-Control', 'no-cache');
-  res.setHeader('X-Accel-Buffering', 'no');
-  res.flushHeaders();
-  const tail = new LiveTail(res, opts);
-  tail.begin();
-}
-
-class LiveTail implements Viewer {
+/** One viewer: an open fd read from an offset, an fs.watch, its ANSI state; driven by its message's poll. */
+class LiveTail {
   private readonly res: Response;
   private readonly opts: LiveTailOptions;
+  private readonly log: Logger;
+  /** Gives the viewer's place back to the hub (once, from stop). */
+  private readonly release: () => void;
   private readonly ansi = new Convert(ANSI_OPTIONS);
   private file: OpenedFile | undefined;
   private watcher: fs.FSWatcher | undefined;
-  private unwatch: (() => void) | undefined;
   /** The next byte to read. */
   private offset = 0;
   /** Bytes read but not sent yet (the unfinished line). */
   private pending = Buffer.alloc(0);
   private lastState: string;
+  /** The message directory as last heard from the queue. */
+  private dir: string;
   private lastWriteAt = Date.now();
+  /** When a chunk or a new state last went out (heartbeats do not count). */
+  private lastNewsAt = Date.now();
   /** Reads and the end run one after another on this chain. */
   private work: Promise<void> = Promise.resolve();
   private readQueued = false;
   private ending = false;
   private closed = false;
 
-  constructor(res: Response, opts: LiveTailOptions) {
+  constructor(res: Response, opts: LiveTailOptions, log: Logger, release: () => void) {
     this.res = res;
     this.opts = opts;
+    this.log = log;
+    this.release = release;
     this.lastState = opts.state;
+    this.dir = opts.dir;
   }
 
   begin(): void {
-    if (this.res.destroyed) return; // the client left while the message was looked up
-    this.res.on('close', () => this.stop());
+    const { res } = this;
+    res.status(200);
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache');
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.flushHeaders();
+    res.on('close', () => this.stop());
     this.send(`event: state\ndata: ${this.lastState}\n\n`);
-    this.unwatch = this.opts.states.watch(this.opts.queue, this.opts.id, this);
     if (ACTIVE_STATES.has(this.lastState)) this.pump();
     else this.finish(this.lastState);
   }
 
+  /** About once a second: poll the file, send a heartbeat when due, close when idle too long. */
   tick(): void {
     this.pump();
-    if (!this.closed && Date.now() - this.lastWriteAt >= HEARTBEAT_MS) this.send(': heartbeat\n\n');
+    const now = Date.now();
+    if (!this.ending && WAITING_STATES.has(this.lastState) && now - this.lastNewsAt >= IDLE_MS) this.idleOut();
+    else if (!this.closed && now - this.lastWriteAt >= HEARTBEAT_MS) this.send(': heartbeat\n\n');
   }
 
-  state(state: string): void {
-    if (this.closed || this.ending || state === this.lastState) return;
+  /** What the queue says now: the state (`deleted` when it no longer knows the message) and the directory. */
+  update(state: string, dir: string | undefined): void {
+    if (this.closed || this.ending) return;
+    if (dir !== undefined) this.dir = dir;
+    if (state === this.lastState) return;
     this.lastState = state;
+    this.lastNewsAt = Date.now();
     this.send(`event: state\ndata: ${state}\n\n`);
-    if (!ACTIVE_STATES.has(state)) this.finish(state);
+    if (ACTIVE_STATES.has(state)) this.pump();
+    else this.finish(state);
   }
 
   /** Read what the file has now (coalesced: one read queued at a time). */
@@ -227,10 +299,25 @@ class LiveTail implements Viewer {
     });
   }
 
+  /**
+   * The message waited too long without news: close without `end`, so the EventSource
+   * reconnects (after `retry`) and resumes at its Last-Event-ID, and a tab left open
+   * does not hold its place and its poll for ever.
+   */
+  private idleOut(): void {
+    this.ending = true;
+    this.enqueue(async () => {
+      if (this.closed) return;
+      this.send(`retry: ${RETRY_MS}\n\n`);
+      this.res.end();
+      this.stop();
+    });
+  }
+
   private enqueue(job: () => Promise<void>): void {
     this.work = this.work.then(job).catch((err: unknown) => {
       if (this.closed) return; // a read racing the close of its fd
-      this.opts.log.error({ err: coerceError(err).message, queue: this.opts.queue, msg_id: this.opts.id }, 'live tail failed');
+      this.log.error({ err: coerceError(err).message, queue: this.opts.queue, msg_id: this.opts.id }, 'live tail failed');
       this.res.end();
       this.stop();
     });
@@ -239,7 +326,7 @@ class LiveTail implements Viewer {
   /** Open the file once it exists, at the offset asked for or at the start of the window. */
   private async ensureOpen(): Promise<OpenedFile | undefined> {
     if (this.file) return this.file;
-    const file = await this.opts.open();
+    const file = await this.opts.open(this.dir);
     if (!file) return undefined;
     if (this.closed) {
       await file.fh.close();
@@ -258,7 +345,7 @@ class LiveTail implements Viewer {
       this.watcher.on('error', () => this.watcher?.close());
     } catch (e) {
       // No inotify watch to be had (e.g. the limit is reached): the 1 s poll still reads.
-      this.opts.log.warn({ err: coerceError(e).message, file: file.path }, 'live tail without fs.watch');
+      this.log.warn({ err: coerceError(e).message, file: file.path }, 'live tail without fs.watch');
     }
     return file;
   }
@@ -285,6 +372,7 @@ class LiveTail implements Viewer {
     const html = this.ansi.toHtml(buf.subarray(0, cut).toString('utf8'));
     this.pending = Buffer.from(buf.subarray(cut));
     const id = this.offset - this.pending.length;
+    this.lastNewsAt = Date.now();
     if (!this.send(`id: ${id}\ndata: ${JSON.stringify(html)}\n\n`)) await this.drained();
   }
 
@@ -310,11 +398,11 @@ class LiveTail implements Viewer {
   private stop(): void {
     if (this.closed) return;
     this.closed = true;
-    this.unwatch?.();
+    this.release();
     this.watcher?.close();
     const file = this.file;
     this.file = undefined;
     // FileHandle.close waits for a read in flight, so the fd is never pulled from under it.
-    file?.fh.close().catch((err: unknown) => this.opts.log.error({ err: coerceError(err).message }, 'live tail: cannot close the file'));
+    file?.fh.close().catch((err: unknown) => this.log.error({ err: coerceError(err).message }, 'live tail: cannot close the file'));
   }
 }

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TestRoot, waitFor } from '../helpers/install.js';
 import { startWeb, type Web } from '../helpers/web.js';
+import { fdCount, webPid } from '../helpers/web-process.js';
 
 interface SseEvent {
   event: string;
@@ -102,26 +103,6 @@ function stripAnsi(text: string): string {
 }
 
 const isChunkWith = (text: string) => (e: SseEvent): boolean => e.event === 'message' && textOf(JSON.parse(e.data) as string).includes(text);
-
-/** The web process: the child of rq-mgr titled `[rq-web]`. */
-function webPid(t: TestRoot): number {
-  const mgr = t.pidIn('config/queuemgr.pid');
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === mgr && fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').startsWith('[rq-web]')) return Number(entry);
-    } catch {
-      // a process that exited while we looked
-    }
-  }
-  throw new Error('no web process found');
-}
-
-function fdCount(pid: number): number {
-  return fs.readdirSync(`/proc/${pid}/fd`).length;
-}
 
 describe('downloads and the tail viewer', () => {
   let t: TestRoot;
@@ -308,6 +289,21 @@ describe('downloads and the tail viewer', () => {
     const inside = await web.get(`/q/files/${id}/log/inside.log`);
     expect(inside.status).toBe(200);
     expect((await bytesOf(inside)).equals(logOf())).toBe(true);
+  });
+
+  it('refuses a message whose attach/ directory is itself a symlink to elsewhere', async () => {
+    const full = (await t.rpc('files', 'prep_message', { dest: 'files' })) as [string, string];
+    const prepId = full[1].slice(full[1].lastIndexOf('/') + 1);
+    const outside = fs.mkdtempSync(path.join(t.root, 'tmp', 'outside-'));
+    fs.writeFileSync(path.join(outside, 'secret.txt'), 'secret outside the message\n');
+    const attach = path.join(t.queueDir('files'), 'prep', prepId, 'attach');
+    fs.rmSync(attach, { recursive: true, force: true });
+    fs.symlinkSync(outside, attach);
+    for (const p of [`/q/files/${prepId}/attach/secret.txt`, `/q/files/${prepId}/tailview/secret.txt`]) {
+      const res = await web.get(p);
+      expect(res.status, p).toBe(404);
+      expect(await res.text(), p).not.toContain('secret outside');
+    }
   });
 
   it('closes the file of a download the client drops', async () => {
@@ -508,9 +504,18 @@ describe('the live tail', () => {
     expect(textOf(chunks(whole).join(''))).toBe(stripAnsi(log.toString()));
   });
 
-  it('serves many viewers of one running message at once', async () => {
+  it('serves 32 viewers of one running message at once and refuses the 33rd with a 503', async () => {
     const id = await t.send('live', {});
-    const readers = await Promise.all(Array.from({ length: 40 }, async () => new SseReader(await eventsOf(id))));
+    const readers = await Promise.all(Array.from({ length: 32 }, async () => new SseReader(await eventsOf(id))));
+    const refused = await eventsOf(id);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(await refused.text()).toBe(`503 - Too many live tails of message live/${id} open (at most 32 at once): try again later\n`);
+    // Another message is not affected.
+    const other = await t.send('live', {});
+    const otherTail = await eventsOf(other);
+    expect(otherTail.status).toBe(200);
+    await otherTail.body!.cancel();
     const early = await Promise.all(readers.map((r) => r.until(isChunkWith('green part one'))));
     await release(id);
     const all = await Promise.all(readers.map(async (r, i) => [...early[i]!, ...(await r.rest())]));
@@ -518,6 +523,10 @@ describe('the live tail', () => {
     expect(new Set(texts).size).toBe(1);
     expect(texts[0]).toContain('blue part two');
     for (const events of all) expect(events.at(-1)).toEqual({ event: 'end', data: 'done', id: undefined });
+    // The places are given back when the streams end.
+    expect((await eventsOf(id)).status).toBe(200);
+    await release(other);
+    await t.waitState('live', other, 'done');
   });
 
   it('waits for a queued message to start, then tails it', async () => {
@@ -569,5 +578,58 @@ describe('the live tail', () => {
     await waitFor(() => fdCount(pid) <= before, 10_000, `the web's fds to fall back to ${before}`);
     await release(id);
     await t.waitState('live', id, 'done');
+  });
+});
+
+describe('the caps on live tails', () => {
+  let t: TestRoot;
+  let web: Web;
+  const MAX = 3;
+  beforeAll(async () => {
+    t = new TestRoot();
+    // No worker: messages stay in que, their log not there yet.
+    t.addQueue({ name: 'waiting', script: 'done.sh', num_workers: 0 });
+    process.env['RQ_WEB_MAX_TAILS'] = String(MAX);
+    try {
+      web = await startWeb(t);
+    } finally {
+      delete process.env['RQ_WEB_MAX_TAILS'];
+    }
+  });
+  afterAll(async () => t.cleanup(true));
+
+  /** A live tail of a waiting message; abort() drops its connection. */
+  const tail = async (id: string): Promise<{ res: Response; abort: () => void }> => {
+    const ac = new AbortController();
+    const res = await fetch(`${web.base}/q/waiting/${id}/events/stdio.log`, { signal: ac.signal });
+    return { res, abort: () => ac.abort() };
+  };
+
+  it('refuses live tails beyond RQ_WEB_MAX_TAILS with a 503 and frees a place when a viewer goes', async () => {
+    const [a, b, c] = [await t.send('waiting', {}), await t.send('waiting', {}), await t.send('waiting', {})];
+    const open = [await tail(a), await tail(a), await tail(b)];
+    for (const o of open) expect(o.res.status).toBe(200);
+    expect(await new SseReader(open[0]!.res).next()).toEqual({ event: 'state', data: 'que', id: undefined });
+
+    const refused = await tail(c);
+    expect(refused.res.status).toBe(503);
+    expect(refused.res.headers.get('retry-after')).toBe('30');
+    expect(await refused.res.text()).toBe(`503 - Too many live tails open (at most ${MAX} at once): try again later\n`);
+
+    // A viewer that goes away gives its place back.
+    open[2]!.abort();
+    let next: Awaited<ReturnType<typeof tail>> | undefined;
+    await waitFor(async () => {
+      const attempt = await tail(c);
+      if (attempt.res.status === 200) next = attempt;
+      else await attempt.res.text();
+      return next !== undefined;
+    }, 10_000, 'a place to be free again');
+    const again = await tail(b);
+    expect(again.res.status).toBe(503);
+    await again.res.text();
+    next!.abort();
+    open[1]!.abort();
+    open[0]!.abort();
   });
 });

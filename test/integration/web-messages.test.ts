@@ -14,10 +14,12 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { TestRoot, shortId, waitFor } from '../helpers/install.js';
 import { startWeb, type Web } from '../helpers/web.js';
+import { fdCount, webPid } from '../helpers/web-process.js';
 
 let t: TestRoot;
 let web: Web;
@@ -87,8 +89,9 @@ function rackTemps(): string[] {
   return fs.readdirSync(tmp).filter((n) => n.startsWith('RackMultipart'));
 }
 
-async function noTempFiles(): Promise<void> {
-  await waitFor(() => rackTemps().length === 0, 5000, 'the upload temp files to be removed');
+/** The temp files of an upload are gone by the time its reply is in (RQ's tests list $TMPDIR right after it). */
+function noTempFiles(): void {
+  expect(rackTemps()).toEqual([]);
 }
 
 function md5(bytes: Buffer): string {
@@ -383,7 +386,7 @@ describe('GET /q/:name/:msg_id', () => {
     expect(html).toContain('No attachments.');
     expect(html).toContain(`<a href="/q/test/${id}/log/stdio.log">Raw log</a>`);
     expect(html).toContain(`<a href="/q/test/${id}/tailviewlog/stdio.log">Full tail</a>`);
-    expect(html).toContain(`<section id="live-tail" data-events="/q/test/${id}/events/stdio.log" data-state="/q/test/${id}/state.json">`);
+    expect(html).toContain(`<section id="live-tail" data-events="/q/test/${id}/events/stdio.log">`);
     expect(html).toContain('<pre id="tail-output"></pre>');
     expect(html).toContain('<label><input type="checkbox" id="tail-follow" checked> Follow</label>');
     expect(html).toContain('<script src="/js/live-tail.js"></script>');
@@ -615,7 +618,7 @@ describe('attachments', () => {
     const res = await web.postMultipart(`/q/idle/${id}/attach/new`, uploadForm(bytes, 'blob.bin', { x_format: 'json', pathname: '/etc/passwd', msg_id: 'ignored' }));
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(['ok', `${md5(bytes)}-Attached successfully`]);
-    await noTempFiles();
+    noTempFiles();
     const onDisk = path.join(t.queueDir('idle'), 'prep', id, 'attach', 'blob.bin');
     expect(md5(fs.readFileSync(onDisk))).toBe(md5(bytes));
 
@@ -639,14 +642,14 @@ describe('attachments', () => {
     const page = await text(web.follow(res));
     expect(page).toContain('<div id="flash-notice" class="flash">Attached message successfully</div>');
     expect(page).toContain('hello.txt');
-    await noTempFiles();
+    noTempFiles();
 
     const queued = await create('idle');
     const refused = await web.postMultipart(`/q/idle/${queued}/attach/new`, uploadForm('x', 'x.txt'));
     expect(refused.status).toBe(200);
     expect(refused.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(await refused.text()).toBe(`Commit idle/${queued} got ["fail", "cannot find message"]`);
-    await noTempFiles();
+    noTempFiles();
   });
 
   it('is 404 without a filedata file part', async () => {
@@ -661,7 +664,7 @@ describe('attachments', () => {
       web.postMultipart(`/q/nosuch/${id}/attach/new`, uploadForm('x', 'a.txt')),
     ];
     for (const res of cases) expect((await res).status).toBe(404);
-    await noTempFiles();
+    noTempFiles();
     expect(fs.existsSync(path.join(t.queueDir('idle'), 'prep', id, 'attach'))).toBe(false);
   });
 
@@ -680,7 +683,72 @@ describe('attachments', () => {
     expect(fs.readdirSync(dir).sort()).toEqual(['attach', 'msg']);
     expect(fs.existsSync(path.join(t.queueDir('idle'), 'prep', 'escaped'))).toBe(false);
     expect(fs.existsSync(path.join(t.queueDir('idle'), 'escaped'))).toBe(false);
-    await noTempFiles();
+    noTempFiles();
+  });
+
+  /** The head of a multipart body whose one part is the file `filedata`, and its end. */
+  const multipartOf = (boundary: string): { head: string; tail: string } => ({
+    head: `--${boundary}\r\nContent-Disposition: form-data; name="filedata"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    tail: `\r\n--${boundary}--\r\n`,
+  });
+
+  it('closes and removes the temp files of uploads the client abandons half-way', async () => {
+    const id = await prepMessage();
+    const pid = webPid(t);
+    const before = fdCount(pid);
+    const boundary = `rq${crypto.randomBytes(8).toString('hex')}`;
+    const { head, tail } = multipartOf(boundary);
+    const half = 200_000;
+    const length = head.length + 2 * half + tail.length;
+    const sockets = await Promise.all(
+      Array.from({ length: 20 }, () => new Promise<net.Socket>((resolve, reject) => {
+        const sock = net.connect(web.port, '127.0.0.1', () => {
+          sock.write(`POST /q/idle/${id}/attach/new HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${length}\r\n\r\n${head}`);
+          sock.write(crypto.randomBytes(half), () => resolve(sock));
+        });
+        sock.on('error', reject);
+      })),
+    );
+    await waitFor(() => rackTemps().length === 20, 10_000, 'the 20 uploads to reach their temp files');
+    for (const sock of sockets) sock.destroy();
+    await waitFor(() => rackTemps().length === 0 && fdCount(pid) <= before, 10_000, `no temp file left and the web's fds back to ${before}`);
+    expect(webPid(t)).toBe(pid);
+  });
+
+  it('answers a body cut short with a 400, its temp file already gone', async () => {
+    const id = await prepMessage();
+    const pid = webPid(t);
+    const before = fdCount(pid);
+    const boundary = `rq${crypto.randomBytes(8).toString('hex')}`;
+    const body = multipartOf(boundary).head + 'x'.repeat(100_000); // no closing boundary
+    const reply = await web.raw(
+      `POST /q/idle/${id}/attach/new HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    expect(reply).toMatch(/^HTTP\/1\.1 400 /);
+    expect(bodyOf(reply)).toBe('400 - Bad multipart body: Unexpected end of form');
+    noTempFiles();
+    await waitFor(() => fdCount(pid) <= before, 10_000, `the web's fds back to ${before}`);
+  });
+
+  it('answers a clear 500 when the upload cannot be stored (no tmp dir), and keeps serving', async () => {
+    const id = await prepMessage();
+    const pid = webPid(t);
+    const away = `${tmp}.away`;
+    fs.renameSync(tmp, away);
+    let res: Response;
+    try {
+      // Big enough that busboy still reads when the open fails.
+      res = await web.postMultipart(`/q/idle/${id}/attach/new`, uploadForm(crypto.randomBytes(5_000_000), 'lost.bin', { x_format: 'json' }));
+    } finally {
+      fs.renameSync(away, tmp);
+    }
+    expect(res.status).toBe(500);
+    expect(await res.text()).toMatch(/^500 - Could not store the upload: ENOENT: no such file or directory, open '.*RackMultipart-[^']*'$/);
+    expect(webPid(t)).toBe(pid);
+    const ok = await web.postMultipart(`/q/idle/${id}/attach/new`, uploadForm('kept\n', 'kept.txt', { x_format: 'json' }));
+    expect(((await ok.json()) as unknown[])[0]).toBe('ok');
+    noTempFiles();
+    expect(fs.readdirSync(path.join(t.queueDir('idle'), 'prep', id, 'attach'))).toEqual(['kept.txt']);
   });
 
   it('deletes an attachment: flash and 303; json replies; a refusal is a text reply; other _method is 400', async () => {

@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rpcCall } from '../../src/client/rpc.js';
 import { REPO, TestRoot, waitFor } from '../helpers/install.js';
 import { setMainConfig, startWeb, webClient, type Web } from '../helpers/web.js';
 
@@ -116,6 +117,41 @@ describe('HTTP layer', () => {
     });
     expect(big.status).toBe(413);
     expect(await big.text()).toMatch(/^413 - Request body is over the limit of \d+ bytes/);
+  });
+
+  it('refuses a POST from another site, and lets same-origin browsers and plain clients through', async () => {
+    const form = { mesg: JSON.stringify({ dest: 'test' }) };
+    const post = (headers: Record<string, string>): Promise<Response> =>
+      web.request('/q/test/new_message', { method: 'POST', headers, body: new URLSearchParams(form) });
+    for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { origin: 'http://evil.example' }, { origin: 'null' }]) {
+      const res = await post(headers);
+      expect(res.status, JSON.stringify(headers)).toBe(403);
+      expect(await res.text()).toContain('A POST from another site is refused.');
+    }
+    expect((await post({ origin: web.base, 'sec-fetch-site': 'same-origin' })).status).toBe(200);
+    expect((await post({})).status).toBe(200);
+    expect((await web.get('/', { 'sec-fetch-site': 'cross-site' })).status).toBe(200);
+  });
+
+  it('answers a message too large for the queue socket with 413, and stays up', async () => {
+    // 60 MB of form text that turns into more than 100 MB of RPC JSON (\u0001 is 6 bytes in JSON).
+    const body = `mesg[dest]=test&mesg[param1]=${'%01'.repeat(20_000_000)}&x_format=html`;
+    const res = await web.request('/q/test/new_message', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+    expect(res.status).toBe(413);
+    expect(await res.text()).toMatch(/^413 - The create_message request is too large for the queue socket/);
+    expect((await web.get('/q/test.txt')).status).toBe(200);
+    // The web process did not die (rq-mgr would have restarted it).
+    expect(await rpcCall(path.join(t.root, 'config/queuemgr.sock'), 'restarts')).toMatchObject({ web: 0 });
+  });
+
+  it('redirects to the root when back is not a plain local path', async () => {
+    for (const back of ['http://evil.example/', '//evil.example/x', '/\\evil.example', '/a\r\nSet-Cookie: x=1', '/caf\u00e9']) {
+      const res = await web.postForm('/q/test/adminoper', { pause: '1', back });
+      expect(res.status, back).toBe(303);
+      expect(res.headers.get('location'), back).toBe(`${web.base}/`);
+    }
+    const ok = await web.postForm('/q/test/adminoper', { resume: '1', back: '/q/test?state=que&page=2' });
+    expect(ok.headers.get('location')).toBe(`${web.base}/q/test?state=que&page=2`);
   });
 
   it('gives a broken multipart body a clear 400 and leaves no temp file behind', async () => {

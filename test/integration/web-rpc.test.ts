@@ -1,7 +1,7 @@
 /**
  * The RPC added for the web (beyond RQ), against real queue processes and a real rq-mgr:
  * paging of `messages` with `offset` (every page in the unpaged order, RQ's replies
- * unchanged without it), `search` (RQ's GET /search semantics, paged), `stats`
+ * unchanged without it), `search` (RQ's GET /search semantics, paged, and free text), `stats`
  * (counters since the queue process started) and rq-mgr's `restarts`.
  */
 import fs from 'node:fs';
@@ -146,13 +146,7 @@ describe('search', () => {
    * fixture in prep (param1 ear, hello:pear, search, html, html), one with an attachment.
    */
   async function searchFixture(): Promise<Record<string, string>> {
-    fs.writeFileSync(
-      path.join(t.root, 'pick.sh'),
-      '#!/bin/bash\nif [ "$RQ_PARAM2" = fail ]; then echo "err asked to" >&3; else echo "done all good" >&3; fi\n',
-      { mode: 0o755 },
-    );
-    t.addQueue({ name: 's', script: './pick.sh' });
-    await t.start('s');
+    await startScripted('if [ "$RQ_PARAM2" = fail ]; then echo "err asked to" >&3; else echo "done all good" >&3; fi');
     const ids: Record<string, string> = {};
     for (const p of ['done-a', 'done-b']) {
       ids[p] = await t.send('s', { param1: p, src: 'runner' });
@@ -171,6 +165,13 @@ describe('search', () => {
     fs.writeFileSync(file, 'attached');
     await t.rpc('s', 'attach_message', { msg_id: ids['search'], pathname: file });
     return ids;
+  }
+
+  /** Start queue `s` with a bash script of this body. */
+  async function startScripted(body: string): Promise<void> {
+    fs.writeFileSync(path.join(t.root, 's.sh'), `#!/bin/bash\n${body}\n`, { mode: 0o755 });
+    t.addQueue({ name: 's', script: './s.sh' });
+    await t.start('s');
   }
 
   const search = async (arg: Record<string, unknown>): Promise<SearchReply> => {
@@ -235,6 +236,61 @@ describe('search', () => {
     expect(second.truncated).toBe(true);
   });
 
+  it('finds free text in the id, a param or the status text, in one pass', async () => {
+    const ids = await searchFixture();
+    // The id: equal or a piece of it, from memory in every state.
+    expect(idsOf(await search({ text: ids['done-a']!.slice(1) }))).toEqual([ids['done-a']]);
+    expect(idsOf(await search({ text: ids['wait-1']! }))).toEqual([ids['wait-1']]);
+    // A param: que from memory, prep, err and done from `msg`.
+    expect(idsOf(await search({ text: 'wait-' }))).toEqual([ids['wait-2'], ids['wait-1']]);
+    expect(idsOf(await search({ text: 'ear' }))).toEqual([ids['ear'], ids['hello:pear'], ids['search']]);
+    expect(idsOf(await search({ text: 'done-' }))).toEqual([ids['done-b'], ids['done-a']]);
+    expect(idsOf(await search({ text: 'fai' }))).toEqual([ids['failed']]);
+    // The status text, state prefix included; the view shows it.
+    const good = await search({ text: 'all good' });
+    expect(idsOf(good)).toEqual([ids['done-b'], ids['done-a']]);
+    expect(good.messages.map((m) => m['status'])).toEqual(['done - all good', 'done - all good']);
+    expect(idsOf(await search({ text: 'asked to' }))).toEqual([ids['failed']]);
+    expect(idsOf(await search({ text: 'prep' }))).toEqual(['ear', 'hello:pear', 'search', 'html', 'html2'].map((k) => ids[k]));
+    // Not in other fields of `msg`, and only in the states asked for.
+    expect((await search({ text: 'websearch' })).messages).toEqual([]);
+    expect((await search({ text: 'ear', states: ['que', 'done'] })).messages).toEqual([]);
+    // With query pairs: both must hold; `exact` is for the pairs only.
+    expect(idsOf(await search({ text: 'ear', query: { param1: 'hello' } }))).toEqual([ids['hello:pear']]);
+    expect(idsOf(await search({ text: 'ear', query: { param1: 'ear' }, exact: true }))).toEqual([ids['ear']]);
+    expect(idsOf(await search({ text: 'wait', query: { due: '1000000000' }, exact: true }))).toEqual([ids['wait-2']]);
+    expect(idsOf(await search({ text: 'all good', query: { param1: 'done-a' } }))).toEqual([ids['done-a']]);
+    expect((await search({ text: 'fai', query: { state: 'done' } })).messages).toEqual([]);
+    // Stops at limit; offset skips matches.
+    const two = await search({ text: 'ear', limit: 2 });
+    expect(idsOf(two)).toEqual([ids['ear'], ids['hello:pear']]);
+    expect(two.truncated).toBe(true);
+    expect(idsOf(await search({ text: 'ear', offset: 1, limit: 1 }))).toEqual([ids['hello:pear']]);
+    expect(await search({ text: 'ear', offset: 2 })).toMatchObject({ scanned: 10, truncated: false });
+  });
+
+  it('finds free text in the status a run left on a waiting message, after a restart too', async () => {
+    await startScripted('if [ "$RQ_PARAM1" = slow ]; then echo "resend 3600-rate limited" >&3; else echo "done fine" >&3; fi');
+    const slow = await t.send('s', { param1: 'slow', param2: { tag: 'zebra' } });
+    await waitFor(async () => (await t.statusOf('s', slow)) === 'que - 3600-rate limited', 10_000, 'the resend');
+    const fast = await t.send('s', { param1: 'fast' });
+    await t.waitState('s', fast, 'done');
+    const waiting = await t.send('s', { param1: 'later', due: 4102444800 });
+    for (const restart of [false, true]) {
+      if (restart) {
+        await t.kill9('s');
+        await t.start('s');
+      }
+      const [view] = (await search({ text: 'rate limited' })).messages;
+      expect(view).toMatchObject({ msg_id: slow, state: 'que', status: 'que - 3600-rate limited', param1: 'slow' });
+      // A waiting message without a status file has the status text `que`.
+      expect(idsOf(await search({ text: 'que' }))).toEqual([slow, waiting]);
+      // A param that is not a string is looked for in its JSON text.
+      expect(idsOf(await search({ text: '"tag":"zebra"' }))).toEqual([slow]);
+      expect(idsOf(await search({ text: 'fine' }))).toEqual([fast]);
+    }
+  });
+
   it('refuses a bad argument with a clear reason, and answers fail while DOWN', async () => {
     t.addQueue({ name: 's', num_workers: 0 });
     await t.start('s');
@@ -246,6 +302,10 @@ describe('search', () => {
       `'states' must be an array of states (prep, que, run, done, err, relayed), got ["que","nope"]`,
     ]);
     expect(await t.rpc('s', 'search', { limit: -1 })).toEqual(['fail', "'limit' must be an integer >= 0, got -1"]);
+    expect(await t.rpc('s', 'search', { text: '' })).toEqual(['fail', `'text' must be a non-empty string, got ""`]);
+    expect(await t.rpc('s', 'search', { text: 7 })).toEqual(['fail', `'text' must be a non-empty string, got 7`]);
+    expect(await t.rpc('s', 'search', { text: ['a'] })).toEqual(['fail', `'text' must be a non-empty string, got ["a"]`]);
+    expect(await t.rpc('s', 'search', { text: null })).toEqual(['ok', { messages: [], scanned: 0, truncated: false }]);
     expect(await t.rpc('s', 'search', { states: [] })).toEqual(['ok', { messages: [], scanned: 0, truncated: false }]);
     fs.writeFileSync(path.join(t.root, 'config/s.down'), '');
     expect(await t.rpc('s', 'search', {})).toEqual(['fail', 'status: DOWN']);

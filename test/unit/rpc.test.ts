@@ -225,6 +225,13 @@ describe('rpcCall against createRpcServer on a Unix socket', () => {
     expect(await rpcCall(sock, 'ping')).toEqual(['pong']);
   });
 
+  it('refuses a request over the 8-digit length field with RQ_TOO_LARGE, before connecting', async () => {
+    await expect(rpcCall(path.join(dir, 'nobody.sock'), 'create_message', 'x'.repeat(MAX_PAYLOAD))).rejects.toMatchObject({
+      code: 'RQ_TOO_LARGE',
+      message: expect.stringMatching(/^The create_message request is too large for the queue socket: RPC payload of \d+ bytes is over 99999999$/),
+    });
+  });
+
   it('serves many clients at once', async () => {
     await listen(
       createRpcServer(async (_command, argument) => {

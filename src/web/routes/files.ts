@@ -6,21 +6,22 @@
  * A file name is checked before it touches a path (no separators, no dot-files), the
  * message directory comes from the queue's own answer, and the file must be a regular
  * file directly in its directory: a symlink may point within that directory and nowhere
- * else, and a FIFO or a directory is not found. Downloads stream from the open fd; a
- * 1.5 MB attachment is never held in memory.
+ * else, and a FIFO or a directory is not found; the path of the opened fd is checked
+ * again, so a link swapped in after the check leads nowhere. Downloads stream from the
+ * open fd, closed whatever happens; a 1.5 MB attachment is never held in memory. Live
+ * tails are capped (tail-stream.ts): beyond the caps the events routes answer 503.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
-import { RqError } from '../../domain/errors.js';
 import type { WebContext } from '../context.js';
 import type { Gateway } from '../gateway.js';
 import { checkFileName, locateMessage } from '../lookups.js';
 import { sendBare } from '../render.js';
-import { createStateWatch, startLiveTail, type OpenedFile } from '../tail-stream.js';
-import { statusOf, webError } from '../web-errors.js';
+import { createTailHub, tailLimits, type OpenedFile } from '../tail-stream.js';
+import { webError } from '../web-errors.js';
 
 /** Where a route's files live in a message directory, and how a missing one is named. */
 interface Area {
@@ -56,15 +57,17 @@ function isMissing(e: unknown): boolean {
 /**
  * The regular file `name` of `area` in the message directory `msgDir`, opened, or
  * undefined when there is none. A symlink is resolved and must land directly in the
- * same directory; the resolved path is opened without following links, so a swap after
- * the check cannot lead elsewhere.
+ * same directory; the resolved path is opened without following links, and the path of
+ * the open fd is checked again: a worker that swaps `job/` (or the file) for a symlink
+ * between the check and the open gets a 404, not a file from elsewhere.
  */
 async function openIn(msgDir: string, area: Area, name: string): Promise<OpenedFile | undefined> {
-  const dir = path.join(msgDir, area.dir);
   let real: string;
   let realDir: string;
   try {
-    [real, realDir] = await Promise.all([fsp.realpath(path.join(dir, name)), fsp.realpath(dir)]);
+    const realMsgDir = await fsp.realpath(msgDir);
+    realDir = path.join(realMsgDir, area.dir);
+    real = await fsp.realpath(path.join(realDir, name));
   } catch (e) {
     if (isMissing(e)) return undefined;
     throw e;
@@ -77,12 +80,18 @@ async function openIn(msgDir: string, area: Area, name: string): Promise<OpenedF
     if (isMissing(e)) return undefined;
     throw e;
   }
-  const st = await fh.stat();
-  if (!st.isFile()) {
-    await fh.close();
-    return undefined;
+  let opened: OpenedFile | undefined;
+  try {
+    // The kernel's name for what was opened (Linux); ` (deleted)` may follow a removed file's name.
+    const where = await fsp.readlink(`/proc/self/fd/${fh.fd}`);
+    if (path.dirname(where) !== realDir) return undefined;
+    const st = await fh.stat();
+    if (!st.isFile()) return undefined;
+    opened = { fh, path: real, size: st.size, mtimeMs: st.mtimeMs };
+    return opened;
+  } finally {
+    if (!opened) await fh.close();
   }
-  return { fh, path: real, size: st.size, mtimeMs: st.mtimeMs };
 }
 
 /** The file of a message for a download: 404 for a missing message or file. */
@@ -101,20 +110,10 @@ async function findFile(gw: Gateway, req: Request, area: Area, param: string): P
   return file;
 }
 
-/** Where the message is now; undefined once it is gone (the tail's state poll then ends the stream). */
-async function currentDir(gw: Gateway, queue: string, raw: string): Promise<string | undefined> {
-  try {
-    return (await locateMessage(gw, queue, raw)).dir;
-  } catch (e) {
-    if (e instanceof RqError && statusOf(e) === 404) return undefined;
-    throw e;
-  }
-}
-
 /**
  * Raw bytes with `Last-Modified`, `If-Modified-Since` → 304, and RQ's (Rack's) byte
  * ranges: one range → 206, unsatisfiable → 416, several (or a malformed header) → 200
- * with the whole file.
+ * with the whole file. The caller closes the file.
  */
 async function sendFile(req: Request, res: Response, file: OpenedFile, name: string): Promise<void> {
   const { fh, size } = file;
@@ -123,13 +122,11 @@ async function sendFile(req: Request, res: Response, file: OpenedFile, name: str
   res.setHeader('Accept-Ranges', 'bytes');
   const since = Date.parse(req.headers['if-modified-since'] ?? '');
   if (since >= mtime) {
-    await fh.close();
     res.status(304).end();
     return;
   }
   const ranges = /^bytes=/i.test(req.headers.range ?? '') ? req.range(size) : undefined;
   if (ranges === -1) {
-    await fh.close();
     res.status(416).setHeader('Content-Range', `bytes */${size}`);
     res.type('text/plain; charset=utf-8').send('Byte range unsatisfiable\n');
     return;
@@ -144,11 +141,10 @@ async function sendFile(req: Request, res: Response, file: OpenedFile, name: str
   res.setHeader('Content-Type', contentType(name));
   res.setHeader('Content-Length', String(end - start + 1));
   if (size === 0) {
-    await fh.close();
     res.end();
     return;
   }
-  await pipeline(fh.createReadStream({ start, end }), res);
+  await pipeline(fh.createReadStream({ start, end, autoClose: false }), res);
 }
 
 /** The offset a live tail starts at: `Last-Event-ID` (a reconnect), else `?from=`, else none. */
@@ -165,12 +161,16 @@ function startOffset(req: Request): number | undefined {
 
 export function fileRoutes(ctx: WebContext): Router {
   const { gw, log } = ctx;
-  const states = createStateWatch(gw);
+  const tails = createTailHub(gw, log, tailLimits(process.env, log));
   const r = Router();
 
   const download = (area: Area, param: string) => async (req: Request, res: Response) => {
     const file = await findFile(gw, req, area, param);
-    await sendFile(req, res, file, String(req.params[param]));
+    try {
+      await sendFile(req, res, file, String(req.params[param]));
+    } finally {
+      await file.fh.close();
+    }
   };
   r.get('/q/:name/:msg_id/log/:log_name', download(LOGS, 'log_name'));
   r.get('/q/:name/:msg_id/attach/:attach_name', download(ATTACHMENTS, 'attach_name'));
@@ -178,22 +178,9 @@ export function fileRoutes(ctx: WebContext): Router {
   const events = (area: Area, param: string) => async (req: Request, res: Response) => {
     const name = checkFileName(String(req.params[param]), area.what);
     const queue = String(req.params['name']);
-    const raw = String(req.params['msg_id']);
     const from = startOffset(req);
-    const loc = await locateMessage(gw, queue, raw);
-    startLiveTail(res, {
-      queue: loc.queue,
-      id: loc.id,
-      state: loc.state,
-      from,
-      // Looked up afresh each time: the message directory moves from state to state.
-      open: async () => {
-        const dir = await currentDir(gw, queue, raw);
-        return dir === undefined ? undefined : openIn(dir, area, name);
-      },
-      states,
-      log,
-    });
+    const loc = await locateMessage(gw, queue, String(req.params['msg_id']));
+    tails.start(res, { queue: loc.queue, id: loc.id, state: loc.state, dir: loc.dir, from, open: (dir) => openIn(dir, area, name) });
   };
   r.get('/q/:name/:msg_id/events/:log_name', events(LOGS, 'log_name'));
   r.get('/q/:name/:msg_id/events/attach/:attach_name', events(ATTACHMENTS, 'attach_name'));

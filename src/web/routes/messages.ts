@@ -26,8 +26,8 @@ import type { State } from '../../domain/states.js';
 import type { Logger } from '../../lib/logger.js';
 import type { WebContext } from '../context.js';
 import type { Reply } from '../gateway.js';
-import { checkMsgId, locateMessage, messageView } from '../lookups.js';
-import { param, params, uploads } from '../params.js';
+import { checkMsgId, isOk, locateMessage, messageView } from '../lookups.js';
+import { param, params, removeUploads, uploads } from '../params.js';
 import { sendPage, urlFor } from '../render.js';
 import { dump, webError } from '../web-errors.js';
 
@@ -62,6 +62,13 @@ const DETAIL_KEYS = [
   'force_remote',
 ] as const;
 
+/** A message route's message: the URL's queue, the queue that serves it (router mode), the short id. */
+interface Target {
+  q: string;
+  queue: string;
+  id: string;
+}
+
 /** A piece of a shown value: text, and a link target when it is a link. */
 interface ValuePart {
   text: string;
@@ -94,10 +101,6 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   if (value === null) return 'null';
   return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)}`;
-}
-
-function isOk(reply: Reply): reply is [string, unknown] {
-  return Array.isArray(reply) && reply[0] === 'ok';
 }
 
 /** `due` as RQ stores it, with its time in UTC when it is a time. */
@@ -235,7 +238,7 @@ export function messageRoutes(ctx: WebContext): Router {
   const r = Router();
 
   /** The URL's queue (404 when missing), the queue that serves it, and the checked short id. */
-  const target = (req: Request): { q: string; queue: string; id: string } => {
+  const target = (req: Request): Target => {
     const q = String(req.params['name']);
     gw.existing(q);
     return { q, queue: gw.routed(q), id: checkMsgId(String(req.params['msg_id'])) };
@@ -302,7 +305,7 @@ export function messageRoutes(ctx: WebContext): Router {
     });
   });
 
-  const runNow = async (req: Request, res: Response, t: { q: string; queue: string; id: string }): Promise<void> => {
+  const runNow = async (req: Request, res: Response, t: Target): Promise<void> => {
     const reply = await gw.queue(t.queue, 'run_message', { msg_id: t.id });
     if (!isOk(reply)) throw webError('RQ_UPSTREAM', `Couldn't run message. ${dump(reply)}.`);
     respond.redirect(req, res, messageUrl(t), { notice: 'Message in run successfully' });
@@ -317,12 +320,18 @@ export function messageRoutes(ctx: WebContext): Router {
 
   r.post('/q/:name/:msg_id/run_now', async (req: Request, res: Response) => runNow(req, res, target(req)));
 
-  r.post('/q/:name/:msg_id/attach/new', async (req: Request, res: Response) => {
+  /** Hand the uploaded `filedata` part to the queue: the target and the queue's reply. */
+  const attachUpload = async (req: Request, res: Response): Promise<{ t: Target; reply: Reply }> => {
     const t = target(req);
     // A file part with an empty name is a file input left empty (Rack: no file).
     const file = uploads(res)['filedata'];
     if (file === undefined || file.filename === '') throw webError('RQ_NOT_FOUND', "No file uploaded in the 'filedata' part");
-    const reply = await gw.queue(t.queue, 'attach_message', { msg_id: t.id, pathname: file.path, name: file.filename });
+    return { t, reply: await gw.queue(t.queue, 'attach_message', { msg_id: t.id, pathname: file.path, name: file.filename }) };
+  };
+
+  r.post('/q/:name/:msg_id/attach/new', async (req: Request, res: Response) => {
+    // The temp file is gone before any reply, as in RQ (its tests list $TMPDIR right after it); the queue linked what it keeps.
+    const { t, reply } = await attachUpload(req, res).finally(() => removeUploads(res));
     if (wantsJson(req)) res.json(reply);
     else if (isOk(reply)) respond.redirect(req, res, messageUrl(t), { notice: 'Attached message successfully' });
     else res.type('text/plain; charset=utf-8').send(`Commit ${t.q}/${t.id} got ${dump(reply)}`);

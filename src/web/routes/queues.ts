@@ -21,22 +21,14 @@ import type { WebContext } from '../context.js';
 import { BUILTIN_QUEUES } from '../gateway.js';
 import { param, params } from '../params.js';
 import { PROBE_TIMEOUT_MS, adminStatus, probeMgr, probeQueue, probeQueues, type Counts, type QueueProbe } from '../queue-info.js';
+import { isOk } from '../lookups.js';
 import { sendPage } from '../render.js';
 import { dump, webError } from '../web-errors.js';
 
 /** Messages per page of the queue page. */
 const PAGE_SIZE = 50;
-/** Matches per engine search of the dashboard's search form (per field and queue). */
+/** Matches per queue of the dashboard's search form, and shown in all. */
 const SEARCH_LIMIT = 100;
-/** The fields the free-text search looks in. */
-const TEXT_FIELDS = ['msg_id', 'param1', 'param2', 'param3', 'param4', 'status'] as const;
-/**
- * Where free text is looked for in the status, unless a state is picked: the states a
- * script has written a status in. The engine knows ids and params of `que` from memory
- * but reads a file per message for its status, so a status scan of a 100,000-message
- * `que` takes over a second, and those statuses are `que` but for resent messages.
- */
-const STATUS_TEXT_STATES: readonly State[] = ['run', 'done', 'err', 'relayed'];
 /** Queue-page tabs (RQ's table rows): relay lists RELAYED instead of DONE. */
 const TABS: readonly State[] = ['prep', 'que', 'run', 'done', 'err'];
 const RELAY_TABS: readonly State[] = ['prep', 'que', 'run', 'err', 'relayed'];
@@ -200,12 +192,11 @@ export function queueRoutes(ctx: WebContext): Router {
     const jsonPath = isPlainObject(queue) ? queue['json_path'] : undefined;
     if (typeof jsonPath !== 'string' || jsonPath === '') throw webError('RQ_BAD_REQUEST', 'The form must send queue[json_path], a path relative to the install root');
     const file = path.resolve(gw.root.root, jsonPath);
-    if (!isInside(gw.root.root, file)) {
-      throw webError('RQ_BAD_REQUEST', `queue[json_path] must name a file inside the install root, got ${JSON.stringify(jsonPath)}`);
-    }
     let name: unknown;
     try {
-      name = (JSON.parse(await fs.promises.readFile(file, 'utf8')) as Record<string, unknown> | null)?.['name'];
+      // Beyond RQ: only a regular file inside the install root, of at most 1 MiB, is read.
+      if (!isInside(gw.root.root, file)) throw new Error('outside the install root');
+      name = (JSON.parse(await readConfigFile(file)) as Record<string, unknown> | null)?.['name'];
     } catch {
       throw webError('RQ_NOT_FOUND', `Couldn't parse json file (${jsonPath}).`);
     }
@@ -219,7 +210,7 @@ export function queueRoutes(ctx: WebContext): Router {
     const name = param(req, 'queue_name');
     if (name === undefined || name === '') throw webError('RQ_BAD_REQUEST', 'The form must send queue_name');
     const reply = await gw.mgr('delete_queue', name);
-    const ok = Array.isArray(reply) && reply[0] === 'ok';
+    const ok = isOk(reply);
     const text = formFlash({ queue_name: name }, reply);
     respond.redirect(req, res, root, ok ? { notice: text } : { error: text });
   });
@@ -254,41 +245,40 @@ export function queueRoutes(ctx: WebContext): Router {
   }
 
   /**
-   * The dashboard's search: free text `q` looked for in the id, the params and the status
-   * text (one engine search per field, in parallel, merged by id), or RQ's `query[...]`
-   * pairs; in one queue (`name`) or all; optionally in one `state`.
+   * The dashboard's search: free text `q` (in the id, a param or the status text), RQ's
+   * `query[...]` pairs, or both; in one queue (`name`) or all, one engine search each;
+   * optionally in one `state`. Results newest first.
    */
   async function searchPage(req: Request, res: Response): Promise<void> {
     const text = (param(req, 'q') ?? '').trim();
     const name = param(req, 'name') ?? '';
     const state = stateParam(req);
-    const exact = params(req)['exact'] !== undefined;
     const query = queryParam(req);
     const all = (await gw.queueNames()) ?? [];
     const names = name === '' ? all : [gw.existing(name).name];
-    const queries: Array<{ query: Record<string, string>; states: readonly State[] }> =
-      Object.keys(query).length > 0
-        ? [{ query, states: state ? [state] : STATES }]
-        : text === ''
-          ? []
-          : TEXT_FIELDS.map((f) => ({ query: { [f]: text }, states: state ? [state] : f === 'status' ? STATUS_TEXT_STATES : STATES }));
-    const found = new Map<string, { queue: string; view: Record<string, unknown> }>();
+    const searched = text !== '' || Object.keys(query).length > 0;
+    const arg = {
+      query,
+      ...(text !== '' ? { text } : {}),
+      exact: params(req)['exact'] !== undefined,
+      states: state ? [state] : STATES,
+      limit: SEARCH_LIMIT,
+    };
+    const results: Array<{ queue: string; view: Record<string, unknown> }> = [];
     let truncated = false;
     const failed: string[] = [];
     await Promise.all(
-      names.flatMap((queue) =>
-        queries.map(async ({ query: q, states }) => {
-          const reply = await gw.queue(queue, 'search', { query: q, exact, limit: SEARCH_LIMIT, states }, 30_000);
-          if (!Array.isArray(reply) || reply[0] !== 'ok' || !isPlainObject(reply[1])) {
-            if (!failed.includes(queue)) failed.push(queue);
-            return;
-          }
-          if (reply[1]['truncated'] === true) truncated = true;
-          for (const view of reply[1]['messages'] as Array<Record<string, unknown>>) found.set(`${queue}/${String(view['msg_id'])}`, { queue, view });
-        }),
-      ),
+      (searched ? names : []).map(async (queue) => {
+        const reply = await gw.queue(queue, 'search', arg, 30_000);
+        if (!Array.isArray(reply) || reply[0] !== 'ok' || !isPlainObject(reply[1])) {
+          failed.push(queue);
+          return;
+        }
+        if (reply[1]['truncated'] === true) truncated = true;
+        for (const view of reply[1]['messages'] as Array<Record<string, unknown>>) results.push({ queue, view });
+      }),
     );
-    const results = [...found.values()].sort((a, b) => String(b.view['msg_id']).localeCompare(String(a.view['msg_id'])));
+    results.sort((a, b) => String(b.view['msg_id']).localeCompare(String(a.view['msg_id'])));
     if (results.length > SEARCH_LIMIT) truncated = true;
     await sendPage(res, 'search', {
       ...VIEW_HELPERS,
@@ -296,7 +286,7 @@ export function queueRoutes(ctx: WebContext): Router {
       searchName: name,
       searchState: state ?? '',
       queues: all,
-      searched: queries.length > 0,
+      searched,
       results: results.slice(0, SEARCH_LIMIT),
       truncated,
       failed,
@@ -444,13 +434,28 @@ export function queueRoutes(ctx: WebContext): Router {
     return Promise.all(
       rows.map(async (row) => {
         const reply = await gw.queue(name, 'get_message_status', { msg_id: row.msg_id }, PROBE_TIMEOUT_MS);
-        const status = Array.isArray(reply) && reply[0] === 'ok' && isPlainObject(reply[1]) ? reply[1]['status'] : undefined;
+        const status = isOk(reply) && isPlainObject(reply[1]) ? reply[1]['status'] : undefined;
         return typeof status === 'string' ? { ...row, status } : row;
       }),
     );
   }
 
   return r;
+}
+
+/**
+ * A queue config file's text: opened without blocking (a FIFO cannot hang a thread),
+ * a regular file, at most 1 MiB.
+ */
+async function readConfigFile(file: string): Promise<string> {
+  const fh = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  try {
+    const st = await fh.stat();
+    if (!st.isFile() || st.size > 1024 * 1024) throw new Error('not a regular file of at most 1 MiB');
+    return await fh.readFile('utf8');
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Whether `file` (resolved, symlinks followed where they exist) is inside `root`. */

@@ -4,7 +4,8 @@
  * server has already escaped the text and turned its ANSI colours into spans, so a chunk
  * goes in as HTML as it comes. While `input#tail-follow` is checked the output keeps
  * scrolled to the bottom. On `end` the EventSource is closed (it would reconnect forever
- * otherwise) and the final state shows in `#tail-state` when the page has one.
+ * otherwise) and the final state shows in `#tail-state` when the page has one. A stream
+ * the server closes without `end` (idle) is reconnected by the EventSource itself.
  *
  * At most MAX_LINES lines stay in the page; older chunks are dropped from the top. Each
  * change is announced as a `tail:lines` event on the section ({first, count}: lines
@@ -69,7 +70,8 @@
     showState(e.data);
     section.classList.add('tail-ended');
   });
+  // CLOSED: the server refused (e.g. 503, too many live tails); CONNECTING: it closed an idle stream or the network went.
   source.onerror = function () {
-    showState(source.readyState === EventSource.CLOSED ? 'live tail unavailable' : 'reconnecting…');
+    showState(source.readyState === EventSource.CLOSED ? 'live tail unavailable: reload to try again' : 'reconnecting…');
   };
 })();

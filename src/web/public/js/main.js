@@ -11,7 +11,7 @@
   function refresh(region) {
     var focused = document.activeElement;
     if (document.hidden || (focused && region.contains(focused) && focused.tagName !== 'A')) return Promise.resolve();
-    return fetch(window.location.href, { credentials: 'same-origin', headers: { 'X-Requested-With': 'rq-live' } })
+    return fetch(window.location.href, { credentials: 'same-origin' })
       .then(function (res) {
         return res.ok ? res.text() : null;
       })

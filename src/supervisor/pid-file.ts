@@ -1,0 +1,31 @@
+/**
+ * Pid files: is the process a pid file names alive, and is it the program we expect?
+ * The command-line check keeps a pid reused by another program from being mistaken
+ * for rq-mgr or a queue process. Used by `bin/rq-mgr` (stale pid files) and the web
+ * (503 while rq-mgr is down, spec/rq.md §7.1; the pid column of the dashboard).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { RootLayout } from '../store/layout.js';
+
+/** The pid in `file` if that process is alive and its command line contains `command`. */
+export function livePid(file: string, command: string): number | undefined {
+  let pid: number;
+  try {
+    pid = Number.parseInt(fs.readFileSync(file, 'utf8'), 10);
+  } catch {
+    return undefined;
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  try {
+    process.kill(pid, 0);
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(command) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The pid in config/queuemgr.pid if that process is alive and is rq-mgr. */
+export function runningPid(root: RootLayout): number | undefined {
+  return livePid(path.join(root.configDir, 'queuemgr.pid'), 'rq-mgr');
+}
