@@ -46,14 +46,14 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { rpcCall } from '../src/client/rpc.js';
-import { STATES } from '../src/domain/states.js';
-import { queueLayout, rootLayout, type QueueLayout } from '../src/store/layout.js';
+import { INSTALL_DEFAULTS, mainConfigText } from '../src/cli/rq-install.js';
+import { isOk, rpcCall } from '../src/client/rpc.js';
+import { normaliseQueueConfig, serialiseQueueConfig } from '../src/domain/queue-config.js';
+import { QUEUE_MAIN as BUILT_QUEUE_MAIN, WEB_MAIN } from '../src/lib/install-root.js';
+import { ensureQueueDirs, queueLayout, rootLayout, type QueueLayout } from '../src/store/layout.js';
 
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** The queue process under test; RQ_BENCH_QUEUE_MAIN may point at another build to compare. */
-const QUEUE_MAIN = process.env['RQ_BENCH_QUEUE_MAIN'] ?? path.join(REPO, 'dist/src/queue/queue-main.js');
-const WEB_MAIN = path.join(REPO, 'dist/src/web/web-main.js');
+const QUEUE_MAIN = process.env['RQ_BENCH_QUEUE_MAIN'] ?? BUILT_QUEUE_MAIN;
 const WEB_PAGE_REPS = 20;
 const THREADPOOL = '16';
 
@@ -172,16 +172,19 @@ function writeScript(dir: string, name: string, text: string): string {
 
 type ScriptName = 'noop.sh' | 'stamp.sh';
 
+/** An install's config/config.json as rq-install writes it, with env "bench" and the given port. */
+function writeMainConfig(root: string, port: number): void {
+  fs.writeFileSync(rootLayout(root).mainConfig, mainConfigText({ ...INSTALL_DEFAULTS, env: 'bench', port }));
+}
+
 /** A temp install root: config/config.json, queues/, `queue -> queues`, the two scripts. */
 function makeInstall(label: string): string {
   const root = makeTemp(label);
-  fs.mkdirSync(path.join(root, 'config'));
-  fs.mkdirSync(path.join(root, 'queues'));
-  fs.symlinkSync('queues', path.join(root, 'queue'));
-  fs.writeFileSync(
-    path.join(root, 'config', 'config.json'),
-    JSON.stringify({ env: 'bench', host: '127.0.0.1', port: '3333', addr: '127.0.0.1', tmpdir: '/tmp', allow_new_queue: true }),
-  );
+  const layout = rootLayout(root);
+  fs.mkdirSync(layout.configDir);
+  fs.mkdirSync(layout.queuesDir);
+  fs.symlinkSync(path.basename(layout.queuesDir), path.join(root, 'queue'));
+  writeMainConfig(root, INSTALL_DEFAULTS.port);
   writeScript(root, 'noop.sh', NOOP_SCRIPT);
   writeScript(root, 'stamp.sh', STAMP_SCRIPT);
   return root;
@@ -235,11 +238,9 @@ class BenchQueue {
     this.label = label;
     this.root = makeInstall(label);
     this.layout = queueLayout(rootLayout(this.root), this.name);
-    for (const state of STATES) fs.mkdirSync(this.layout.stateDir(state), { recursive: true });
-    fs.writeFileSync(
-      this.layout.configFile,
-      JSON.stringify({ name: this.name, script: path.join(this.root, opts.script), num_workers: opts.workers, exec_prefix: '' }),
-    );
+    ensureQueueDirs(this.layout);
+    const config = normaliseQueueConfig({ name: this.name, script: path.join(this.root, opts.script), num_workers: opts.workers, exec_prefix: '' });
+    fs.writeFileSync(this.layout.configFile, serialiseQueueConfig(config));
     if (opts.paused) this.setPauseFlag(true);
     allQueues.push(this);
   }
@@ -258,7 +259,7 @@ class BenchQueue {
   async start(timeoutMs = 60_000): Promise<void> {
     const child = spawn(process.execPath, [QUEUE_MAIN, this.name], {
       cwd: this.root,
-      env: { ...process.env, RQ_LOG_LEVEL: 'warn', RQ_FATAL_DELAY_MS: '0' },
+      env: { ...process.env, RQ_ROOT: this.root, RQ_LOG_LEVEL: 'warn', RQ_FATAL_DELAY_MS: '0' },
       // The IPC channel makes the queue process exit if this benchmark dies.
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
@@ -322,11 +323,17 @@ class BenchQueue {
   /** create_message; returns the short id. */
   async create(): Promise<string> {
     const reply = await this.rpc('create_message', { dest: this.name });
-    if (!Array.isArray(reply) || reply[0] !== 'ok' || typeof reply[1] !== 'string') {
+    if (!isOk(reply) || typeof reply[1] !== 'string') {
       throw new Error(`create_message failed: ${JSON.stringify(reply)}`);
     }
     const full = reply[1];
     return full.slice(full.lastIndexOf('/') + 1);
+  }
+
+  /** `<n> messages went to err (first: <its status>)`, for a note. */
+  async errNote(n: number): Promise<string> {
+    const first = ((await this.rpc('messages', { state: 'err', offset: 0, limit: 1 })) as Array<{ status?: string }>)[0];
+    return `${n} messages went to err (first: ${first?.status ?? 'unknown'})`;
   }
 
   async counts(): Promise<Counts> {
@@ -529,57 +536,40 @@ function capNote(what: string, capMs: number, did: number, of: number): void {
 /** 1. Durable creates over the socket, 1 and 16 clients, vs the bare loop. */
 async function figureCreates(): Promise<void> {
   say(`\n[1] durable creates (${int(CREATES)} messages per variant, queue paused, fresh root each)`);
-  const bareSeq = bareCreatesSync(CREATES);
-  show('bare loop, sequential (sync calls)', `${int(bareSeq)} msg/s`);
-  if (bareSeq < 0.6 * ARCH_BARE_CREATES) {
-    notes.push(
-      `the bare create loop ran at ${int(bareSeq)}/s, well under the ~${int(ARCH_BARE_CREATES)}/s of ARCHITECTURE.md: ` +
-        'the filesystem may still be slow after a recent mass delete (another run\'s cleanup?); every figure is next to its same-run limit',
-    );
+  const variants = [
+    { clients: 1, bareWhat: 'sequential (sync calls)', bareShort: 'sequential', bare: async () => bareCreatesSync(CREATES), goal: 1_500 },
+    { clients: CLIENTS, bareWhat: `${CLIENTS} in flight (fs.promises)`, bareShort: `${CLIENTS}-way`, bare: () => bareCreatesAsync(CREATES, CLIENTS), goal: 4_000 },
+  ];
+  for (const { clients, bareWhat, bareShort, bare, goal } of variants) {
+    const limit = await bare();
+    show(`bare loop, ${bareWhat}`, `${int(limit)} msg/s`);
+    if (clients === 1 && limit < 0.6 * ARCH_BARE_CREATES) {
+      notes.push(
+        `the bare create loop ran at ${int(limit)}/s, well under the ~${int(ARCH_BARE_CREATES)}/s of ARCHITECTURE.md: ` +
+          'the filesystem may still be slow after a recent mass delete (another run\'s cleanup?); every figure is next to its same-run limit',
+      );
+    }
+    const who = `${clients} client${clients > 1 ? 's' : ''}`;
+    const what = `1. creates, ${who}`;
+    const q = new BenchQueue(`create-${clients}`, { workers: 0, script: 'noop.sh', paused: true });
+    await q.start();
+    await q.fill(WARMUP, clients);
+    const t0 = performance.now();
+    const made = await q.fill(CREATES, clients, t0 + CAP_MS.creates);
+    const rate = made / ((performance.now() - t0) / 1000);
+    const c = await q.counts();
+    await q.stop();
+    show(`create_message, ${who}`, `${int(rate)} msg/s`);
+    capNote(what, CAP_MS.creates, made, CREATES);
+    if (c.que !== made + WARMUP) notes.push(`${what}: made ${made + WARMUP}, num_messages says que = ${c.que}`);
+    rows.push({
+      figure: what,
+      measured: `${int(rate)} msg/s (${pct(rate, limit)} of limit)`,
+      limit: `bare loop, ${bareShort}: ${int(limit)} msg/s`,
+      goal: `>= ${int(goal)} msg/s`,
+      verdict: verdict(rate >= goal),
+    });
   }
-  const q1 = new BenchQueue('create-1', { workers: 0, script: 'noop.sh', paused: true });
-  await q1.start();
-  for (let i = 0; i < WARMUP; i++) await q1.create();
-  let t0 = performance.now();
-  const deadline = t0 + CAP_MS.creates;
-  let made = 0;
-  while (made < CREATES && performance.now() < deadline) {
-    await q1.create();
-    made++;
-  }
-  const seq = made / ((performance.now() - t0) / 1000);
-  await q1.stop();
-  show('create_message, 1 client', `${int(seq)} msg/s`);
-  capNote('1. creates, 1 client', CAP_MS.creates, made, CREATES);
-
-  const bareCon = await bareCreatesAsync(CREATES, CLIENTS);
-  show(`bare loop, ${CLIENTS} in flight (fs.promises)`, `${int(bareCon)} msg/s`);
-  const q16 = new BenchQueue('create-16', { workers: 0, script: 'noop.sh', paused: true });
-  await q16.start();
-  await q16.fill(WARMUP, CLIENTS);
-  t0 = performance.now();
-  made = await q16.fill(CREATES, CLIENTS, t0 + CAP_MS.creates);
-  const con = made / ((performance.now() - t0) / 1000);
-  const c = await q16.counts();
-  await q16.stop();
-  show(`create_message, ${CLIENTS} clients`, `${int(con)} msg/s`);
-  capNote(`1. creates, ${CLIENTS} clients`, CAP_MS.creates, made, CREATES);
-  if (c.que !== made + WARMUP) notes.push(`1. creates: made ${made + WARMUP}, num_messages says que = ${c.que}`);
-
-  rows.push({
-    figure: '1. creates, 1 client',
-    measured: `${int(seq)} msg/s (${pct(seq, bareSeq)} of limit)`,
-    limit: `bare loop, sequential: ${int(bareSeq)} msg/s`,
-    goal: '>= 1,500 msg/s',
-    verdict: verdict(seq >= 1_500),
-  });
-  rows.push({
-    figure: `1. creates, ${CLIENTS} clients`,
-    measured: `${int(con)} msg/s (${pct(con, bareCon)} of limit)`,
-    limit: `bare loop, ${CLIENTS}-way: ${int(bareCon)} msg/s`,
-    goal: '>= 4,000 msg/s',
-    verdict: verdict(con >= 4_000),
-  });
 }
 
 /** 2. Processing throughput with 1 and 4 workers, vs direct spawns. */
@@ -599,10 +589,10 @@ async function figureProcessing(): Promise<void> {
     const { counts } = await q.pollCounts((c) => c.done + c.err >= queued, 20, t0 + CAP_MS.drain);
     const finished = counts.done + counts.err;
     const rate = finished / ((performance.now() - t0) / 1000);
+    if (counts.err > 0) notes.push(`2. processing, ${workers} worker(s): ${await q.errNote(counts.err)}`);
     await q.stop();
     show(`queue, ${workers} worker${workers > 1 ? 's' : ''}`, `${int(rate)} msg/s`);
     capNote(`2. processing, ${workers} worker(s)`, CAP_MS.drain, finished, queued);
-    if (counts.err > 0) notes.push(`2. processing, ${workers} worker(s): ${counts.err} messages went to err`);
     rows.push({
       figure: `2. processing, ${workers} worker${workers > 1 ? 's' : ''}`,
       measured: `${int(rate)} msg/s (${pct(rate, direct)} of limit)`,
@@ -648,28 +638,23 @@ async function figureLatency(): Promise<void> {
     await sleep(5);
   }
   const c = await q.counts();
+  if (c.err > 0) notes.push(`3. latency: ${await q.errNote(c.err)}`);
   await q.stop();
   if (lat.length === 0) throw new Error(`no sample after the warm-up within ${secs(CAP_MS.latency)}`);
   capNote('3. latency', CAP_MS.latency, lat.length, LATENCY_MSGS);
-  if (c.err > 0) notes.push(`3. latency: ${c.err} messages went to err`);
   lat.sort((a, b) => a - b);
   const p50 = percentile(lat, 50);
   const p99 = percentile(lat, 99);
   show('create_message -> script start', `p50 ${ms2(p50)}  p99 ${ms2(p99)}  (max ${ms2(lat[lat.length - 1] ?? NaN)})`);
-  rows.push({
-    figure: '3. commit -> start, p50',
-    measured: ms2(p50),
-    limit: `bare spawn p50: ${ms2(percentile(bare, 50))}`,
-    goal: '<= 4 ms',
-    verdict: verdict(p50 <= 4),
-  });
-  rows.push({
-    figure: '3. commit -> start, p99',
-    measured: ms2(p99),
-    limit: `bare spawn p99: ${ms2(percentile(bare, 99))}`,
-    goal: '<= 8 ms',
-    verdict: verdict(p99 <= 8),
-  });
+  for (const [p, measured, goalMs] of [[50, p50, 4], [99, p99, 8]] as const) {
+    rows.push({
+      figure: `3. commit -> start, p${p}`,
+      measured: ms2(measured),
+      limit: `bare spawn p${p}: ${ms2(percentile(bare, p))}`,
+      goal: `<= ${goalMs} ms`,
+      verdict: verdict(measured <= goalMs),
+    });
+  }
 }
 
 /**
@@ -719,7 +704,7 @@ async function figureBigQueue(): Promise<void> {
   }
   if (filled.que !== made) notes.push(`4. created ${made}, num_messages says que = ${filled.que}`);
   const size = int(filled.que);
-  await figureWebPages(big, filled.que, size);
+  await figureWebPages(big, filled.que);
 
   // (a) recovery: kill -9, cold cache, restart; process start → first entry in run/.
   await big.kill9();
@@ -772,9 +757,9 @@ async function figureBigQueue(): Promise<void> {
   const bigRate = await drainRate(big, false, `4b. drain, ${size} waiting`);
   const after = await big.counts();
   const rssBig = rssMb(big.pid);
+  if (after.err > 0) notes.push(`4. ${await big.errNote(after.err)}`);
   await big.stop();
   show(`drain with ~${int(after.que)} waiting`, `${int(bigRate)} msg/s (windows of ${DRAIN_WINDOW} completions)`);
-  if (after.err > 0) notes.push(`4. ${after.err} messages went to err`);
 
   const small = new BenchQueue('500', { workers: 4, script: 'noop.sh', paused: true });
   await small.start();
@@ -813,35 +798,41 @@ async function timeGets(url: string, reps: number): Promise<{ p50: number; max: 
     times.push(performance.now() - t);
   }
   times.sort((a, b) => a - b);
-  return { p50: percentile(times, 0.5), max: times[times.length - 1]! };
+  return { p50: percentile(times, 50), max: times[times.length - 1]! };
 }
 
 /**
  * 4d/4e: the web process on the big queue's root. The web answers only while
  * config/queuemgr.pid names a live rq-mgr; the queue here is the bench's own process, so
- * a stand-in whose command line says rq-mgr holds the pid file (the pages measured ask
- * only the queue).
+ * a stand-in holds the pid file: a sleeping node whose command line says rq-mgr, which is
+ * all livePid checks (pid-file.ts). The pages measured ask only the queue.
  */
-async function figureWebPages(big: BenchQueue, waiting: number, size: string): Promise<void> {
+async function figureWebPages(big: BenchQueue, waiting: number): Promise<void> {
+  const size = int(waiting);
   const standIn = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)', 'rq-mgr'], { stdio: 'ignore' });
-  fs.writeFileSync(path.join(big.root, 'config', 'queuemgr.pid'), `${standIn.pid}\n`);
+  fs.writeFileSync(rootLayout(big.root).mgrPidFile, `${standIn.pid}\n`);
   const port = await new Promise<number>((resolve) => {
     const srv = net.createServer().listen(0, '127.0.0.1', () => {
       const { port: p } = srv.address() as net.AddressInfo;
       srv.close(() => resolve(p));
     });
   });
-  const configFile = path.join(big.root, 'config', 'config.json');
-  fs.writeFileSync(configFile, JSON.stringify({ ...(JSON.parse(fs.readFileSync(configFile, 'utf8')) as object), port: String(port) }));
-  const web = spawn(process.execPath, [WEB_MAIN], { env: { ...process.env, RQ_ROOT: big.root }, stdio: 'ignore' });
+  writeMainConfig(big.root, port);
+  // As rq-mgr does: an IPC channel, on which the web says when it listens.
+  const web = spawn(process.execPath, [WEB_MAIN], { env: { ...process.env, RQ_ROOT: big.root }, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
   const base = `http://127.0.0.1:${port}`;
   try {
-    const until = performance.now() + 10_000;
-    for (;;) {
-      if (await fetch(`${base}/css/rq.css`).then((r) => r.ok, () => false)) break;
-      if (performance.now() > until) throw new Error('the web process did not answer within 10 s');
-      await sleep(20);
-    }
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the web process did not listen within 10 s')), 10_000);
+      web.once('message', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      web.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`the web process exited (${code}) before it listened`));
+      });
+    });
     const bare = await timeGets(`${base}/css/rq.css`, WEB_PAGE_REPS);
     const lastPage = Math.max(1, Math.ceil(waiting / 50));
     const pages = [1, Math.ceil(lastPage / 2), lastPage];

@@ -12,10 +12,10 @@
 import http from 'node:http';
 
 /** Nagios plugin exit statuses. */
-export const EXIT = { OK: 0, WARNING: 1, CRITICAL: 2, UNKNOWN: 3 } as const;
+const EXIT = { OK: 0, WARNING: 1, CRITICAL: 2, UNKNOWN: 3 } as const;
 type Severity = (typeof EXIT)[keyof typeof EXIT];
 
-export interface Thresholds {
+interface Thresholds {
   backlogWarn: number;
   backlogCrit: number;
   /** The third and fourth numbers of `--thresh` are read and ignored, as in RQ. */
@@ -25,7 +25,7 @@ export interface Thresholds {
   doneCrit: number;
 }
 
-export interface CheckOptions {
+interface CheckOptions {
   server: string;
   port: number;
   thresholds: Thresholds;
@@ -34,9 +34,9 @@ export interface CheckOptions {
   timeoutMs: number;
 }
 
-export const DEFAULT_THRESH = '10:20:2000:2500:3000:3500';
+const DEFAULT_THRESH = '10:20:2000:2500:3000:3500';
 
-export const USAGE = `Usage: check_rq [options]
+const USAGE = `Usage: check_rq [options]
   -s, --server HOST         rq web server (default 127.0.0.1)
   -p, --port PORT           its port (default $RQ_PORT, else 3333)
   -t, --thresh a:b:c:d:e:f  backlog warn:crit, two unused numbers, done/relayed
@@ -47,7 +47,7 @@ export const USAGE = `Usage: check_rq [options]
 Exit: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
 `;
 
-export function parseThresholds(text: string): Thresholds | undefined {
+function parseThresholds(text: string): Thresholds | undefined {
   const parts = text.split(':');
   if (parts.length !== 6 || !parts.every((p) => /^\d+$/.test(p))) return undefined;
   const [a, b, c, d, e, f] = parts.map(Number) as [number, number, number, number, number, number];
@@ -59,9 +59,9 @@ type Parsed = { type: 'check'; options: CheckOptions } | { type: 'help' } | { ty
 const LONG: Record<string, string> = { server: 's', port: 'p', thresh: 't', dump: 'd', help: 'h', timeout: 'T' };
 
 /** Parse `-x VALUE`, `-xVALUE`, `--long VALUE` and `--long=VALUE`. */
-export function parseCheckArgs(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed {
+function parseCheckArgs(argv: readonly string[]): Parsed {
   let server = '127.0.0.1';
-  let port = env['RQ_PORT'] || '3333';
+  let port = process.env['RQ_PORT'] || '3333';
   let thresh = DEFAULT_THRESH;
   let timeout = '10';
   let dump = false;
@@ -103,7 +103,7 @@ export function parseCheckArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
 }
 
 /** The `key: value` lines of a queue text (spec/rq.md §7.4), in order; other lines are skipped. */
-export function parseQueueText(text: string): Array<[string, string]> {
+function parseQueueText(text: string): Array<[string, string]> {
   const fields: Array<[string, string]> = [];
   for (const line of text.split('\n')) {
     const m = /^([^:\s]+):\s?(.*)$/.exec(line);
@@ -116,7 +116,7 @@ export function parseQueueText(text: string): Array<[string, string]> {
  * The rules of spec/rq.md §6.4 for one queue: its severity and the text of its problems
  * (empty when it is fine). The worst rule wins; nothing is escalated beyond it.
  */
-export function judgeQueue(fields: ReadonlyArray<[string, string]>, t: Thresholds): { severity: Severity; text: string } {
+function judgeQueue(fields: ReadonlyArray<[string, string]>, t: Thresholds): { severity: Severity; text: string } {
   const get = (k: string): string | undefined => fields.find(([key]) => key === k)?.[1];
   const num = (k: string): number => Number.parseInt(get(k) ?? '0', 10) || 0;
   let severity: Severity = EXIT.OK;
@@ -179,7 +179,7 @@ function get(o: CheckOptions, path: string, deadline: number): Promise<string> {
 }
 
 /** Run the probe; returns the lines to print and the exit status. */
-export async function check(o: CheckOptions): Promise<{ lines: string[]; status: Severity }> {
+async function check(o: CheckOptions): Promise<{ lines: string[]; status: Severity }> {
   const deadline = Date.now() + o.timeoutMs;
   const lines: string[] = [];
   try {
@@ -209,8 +209,8 @@ export async function check(o: CheckOptions): Promise<{ lines: string[]; status:
 }
 
 /** The command: returns the exit status. */
-export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const parsed = parseCheckArgs(argv, env);
+export async function main(argv: readonly string[]): Promise<number> {
+  const parsed = parseCheckArgs(argv);
   if (parsed.type === 'help') {
     process.stdout.write(`HELP is on the way\n${USAGE}`);
     return EXIT.OK;

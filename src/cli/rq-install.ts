@@ -13,15 +13,15 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { BUILTIN_QUEUES } from '../domain/names.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../domain/queue-config.js';
 import { PACKAGE_ROOT, installRoot } from '../lib/install-root.js';
 import { writeFileDurably } from '../store/atomic.js';
 import { ensureQueueDirs, queueLayout, rootLayout } from '../store/layout.js';
+import { checkTmpdir } from '../supervisor/settings.js';
 
-/** The queues every install has (spec/rq.md §4.6), in the order they are created. */
-export const BUILTIN_QUEUES = ['relay', 'webhook', 'cleaner', 'rq_router'] as const;
-
-export interface InstallOptions {
+/** The options: `--force` and `config/config.json`'s keys. */
+interface InstallOptions {
   /** Overwrite an existing `config/config.json` and the built-in queues' configs. */
   force: boolean;
   /** `env`: rq-mgr exports it as `RQ_ENV`; the web shows it. @default "development" */
@@ -32,12 +32,16 @@ export interface InstallOptions {
   port: number | string;
   /** `addr`: the address the web listens on. @default "127.0.0.1" (RQ: "0.0.0.0") */
   addr: string;
-  /** `tmpdir`: upload temp files; must be on the same filesystem as `queues/`. @default "/tmp" */
+  /**
+   * `tmpdir`: upload temp files; must be on the same filesystem as `queues/`. Stored as the
+   * absolute path it names from the cwd (rq-mgr runs from the root). @default "/tmp"
+   */
   tmpdir: string;
   /** `allow_new_queue`: queue creation from the web. @default true */
   allowNewQueue: boolean;
 }
 
+/** The defaults; with mainConfigText, also what the bench's install roots get. */
 export const INSTALL_DEFAULTS = Object.freeze({
   force: false,
   env: 'development',
@@ -48,7 +52,7 @@ export const INSTALL_DEFAULTS = Object.freeze({
   allowNewQueue: true,
 } satisfies InstallOptions);
 
-export const USAGE = `Usage: rq-install [options]   (each VALUE as "--name VALUE" or "--name=VALUE")
+const USAGE = `Usage: rq-install [options]   (each VALUE as "--name VALUE" or "--name=VALUE")
   --force                  overwrite an existing install (messages are kept)
   --env ENV                env, exported to every rq process as RQ_ENV (default development)
   --host HOST              host part of message ids and RQ_HOST (default 127.0.0.1)
@@ -60,7 +64,7 @@ export const USAGE = `Usage: rq-install [options]   (each VALUE as "--name VALUE
 Installs into $RQ_ROOT, or else the directory rq is in.
 `;
 
-export type ParsedArgs =
+type ParsedArgs =
   | { type: 'install'; options: InstallOptions }
   | { type: 'help' }
   | { type: 'error'; message: string; showUsage: boolean };
@@ -69,7 +73,7 @@ const VALUE_FLAGS = new Set(['env', 'host', 'port', 'addr', 'tmpdir']);
 const SWITCHES = new Set(['force', 'allow-new-queue', 'no-allow-new-queue']);
 
 /** Parse the command line into options; values are checked here, the disk is not touched. */
-export function parseInstallArgs(argv: readonly string[], cwd: string = process.cwd()): ParsedArgs {
+function parseInstallArgs(argv: readonly string[]): ParsedArgs {
   const o: InstallOptions = { ...INSTALL_DEFAULTS };
   const fail = (message: string, showUsage = false): ParsedArgs => ({ type: 'error', message: `rq-install: ${message}`, showUsage });
   for (let i = 0; i < argv.length; i++) {
@@ -105,8 +109,7 @@ export function parseInstallArgs(argv: readonly string[], cwd: string = process.
         o.port = value;
         break;
       case 'tmpdir':
-        // rq-mgr runs from the install root; a relative path would change meaning there.
-        o.tmpdir = path.isAbsolute(value) ? value : path.resolve(cwd, value);
+        o.tmpdir = value;
         break;
       case 'env':
         o.env = value;
@@ -122,24 +125,7 @@ export function parseInstallArgs(argv: readonly string[], cwd: string = process.
   return { type: 'install', options: o };
 }
 
-/** Why `dir` cannot serve as `tmpdir`, or undefined when it can. */
-export function tmpdirProblem(dir: string): string | undefined {
-  let st: fs.Stats;
-  try {
-    st = fs.statSync(dir);
-  } catch {
-    return 'no such directory';
-  }
-  if (!st.isDirectory()) return 'not a directory';
-  try {
-    fs.accessSync(dir, fs.constants.W_OK | fs.constants.X_OK);
-  } catch {
-    return 'not writable';
-  }
-  return undefined;
-}
-
-/** `config/config.json` text: RQ's keys in RQ's order, compact, plus a newline (§1.2). */
+/** `config/config.json` text: RQ's keys in RQ's order, compact, plus a newline (§1.2). Also the bench's. */
 export function mainConfigText(o: InstallOptions): string {
   return `${JSON.stringify({ env: o.env, host: o.host, port: o.port, addr: o.addr, tmpdir: o.tmpdir, allow_new_queue: o.allowNewQueue })}\n`;
 }
@@ -149,7 +135,7 @@ export function mainConfigText(o: InstallOptions): string {
  * is `./libexec/<name>_script` in the package; for an install root elsewhere the path is
  * absolute, so it resolves from there too.
  */
-export function builtinQueueConfigText(name: (typeof BUILTIN_QUEUES)[number], root: string = PACKAGE_ROOT): string {
+function builtinQueueConfigText(name: (typeof BUILTIN_QUEUES)[number], root: string): string {
   const dir = path.resolve(root) === PACKAGE_ROOT ? './libexec' : path.join(PACKAGE_ROOT, 'libexec');
   return serialiseQueueConfig(normaliseQueueConfig({ name, script: `${dir}/${name}_script`, num_workers: 1, exec_prefix: '' }));
 }
@@ -164,12 +150,10 @@ function lstatOrUndefined(p: string): fs.Stats | undefined {
 
 /** Make `dir` (and its parents) if needed; true when it was created. */
 function makeDir(dir: string): boolean {
-  if (fs.existsSync(dir)) return false;
-  fs.mkdirSync(dir, { recursive: true });
-  return true;
+  return fs.mkdirSync(dir, { recursive: true }) !== undefined;
 }
 
-export interface InstallIo {
+interface InstallIo {
   out: (line: string) => void;
   err: (line: string) => void;
 }
@@ -178,14 +162,15 @@ export interface InstallIo {
  * Install into `root`. Returns the exit status: 0 done, 1 refused (already installed, or
  * the root has a shape rq cannot use). Prints one line per thing it created or replaced.
  */
-export function install(root: string, o: InstallOptions, io: InstallIo): number {
+function install(root: string, o: InstallOptions, io: InstallIo): number {
   const layout = rootLayout(root);
-  const problem = tmpdirProblem(o.tmpdir);
-  if (problem) {
-    io.err(`rq-install: --tmpdir must be an existing writable directory, got ${JSON.stringify(o.tmpdir)} (${problem})`);
+  const tmpdir = checkTmpdir(o.tmpdir, process.cwd());
+  if (tmpdir.problem) {
+    io.err(`rq-install: --tmpdir must be an existing writable directory, got ${JSON.stringify(o.tmpdir)} (${tmpdir.problem})`);
     return 1;
   }
-  if (fs.existsSync(layout.mainConfig) && !o.force) {
+  const hadConfig = fs.existsSync(layout.mainConfig);
+  if (hadConfig && !o.force) {
     io.out('Already installed');
     return 1;
   }
@@ -203,19 +188,18 @@ export function install(root: string, o: InstallOptions, io: InstallIo): number 
 
   const rel = (p: string): string => path.relative(root, p);
   if (makeDir(layout.configDir)) io.out(`Created ${rel(layout.configDir)}/`);
-  const hadConfig = fs.existsSync(layout.mainConfig);
-  writeFileDurably(layout.mainConfig, mainConfigText(o));
+  writeFileDurably(layout.mainConfig, mainConfigText({ ...o, tmpdir: tmpdir.dir }));
   io.out(`${hadConfig ? 'Replaced' : 'Created'} ${rel(layout.mainConfig)}`);
 
   if (makeDir(layout.queuesDir)) io.out(`Created ${rel(layout.queuesDir)}/`);
   if (!linkStat) {
     fs.symlinkSync(path.basename(layout.queuesDir), linkPath);
     io.out(`Created queue -> ${path.basename(layout.queuesDir)}`);
-  } else if (fs.readlinkSync(linkPath) !== path.basename(layout.queuesDir)) {
-    io.err(`rq-install: note: kept the symlink queue -> ${fs.readlinkSync(linkPath)}; rq itself uses ${rel(layout.queuesDir)}/`);
+  } else {
+    const target = fs.readlinkSync(linkPath);
+    if (target !== path.basename(layout.queuesDir)) io.err(`rq-install: note: kept the symlink queue -> ${target}; rq itself uses ${rel(layout.queuesDir)}/`);
   }
-  const logDir = path.join(root, 'log');
-  if (makeDir(logDir)) io.out('Created log/');
+  if (makeDir(path.dirname(layout.logFile))) io.out('Created log/');
 
   for (const name of BUILTIN_QUEUES) {
     const q = queueLayout(layout, name);
@@ -233,7 +217,7 @@ export function install(root: string, o: InstallOptions, io: InstallIo): number 
 }
 
 /** The command: parse, install into `installRoot()`, return the exit status. */
-export function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): number {
+export function main(argv: readonly string[]): number {
   const io: InstallIo = {
     out: (line) => process.stdout.write(`${line}\n`),
     err: (line) => process.stderr.write(`${line}\n`),
@@ -249,7 +233,7 @@ export function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.e
     return 1;
   }
   try {
-    return install(installRoot(env), parsed.options, io);
+    return install(installRoot(), parsed.options, io);
   } catch (thrown) {
     io.err(`rq-install: ${thrown instanceof Error ? thrown.message : String(thrown)}`);
     return 1;

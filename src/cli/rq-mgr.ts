@@ -1,21 +1,21 @@
 /**
  * `bin/rq-mgr start|stop|status|restart|run|reload|zap` (spec/rq.md §6.3), with RQ's
  * output lines and exit codes. `start` daemonises (logs in `log/rq.log`) and returns
- * once rq-mgr answers on its socket; `run` stays in the foreground with the log on
- * stdout (what `npm start` and the systemd unit use). A pid file whose process is gone
- * or is not rq-mgr (a reused pid) is stale and is replaced.
+ * once rq-mgr answers on its socket; `run` becomes rq-mgr in this process, in the
+ * foreground with the log on stdout (what `npm start` and the systemd unit use). A pid
+ * file whose process is gone or is not rq-mgr (a reused pid) is stale: rq-mgr overwrites
+ * it when it starts, and `stop` and `zap` remove it.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { rpcCall } from '../client/rpc.js';
 import { explain } from '../domain/errors.js';
-import { PACKAGE_ROOT, installRoot } from '../lib/install-root.js';
+import { MGR_MAIN, installRoot } from '../lib/install-root.js';
 import { rootLayout, type RootLayout } from '../store/layout.js';
 import { runningPid } from '../supervisor/pid-file.js';
 import { loadSupervisorSettings } from '../supervisor/settings.js';
 
-const MAIN = path.join(PACKAGE_ROOT, 'dist/src/supervisor/rq-mgr-main.js');
 const STOP_WAIT_MS = 20_000;
 const START_WAIT_MS = 15_000;
 
@@ -24,29 +24,33 @@ const USAGE = 'Usage: rq-mgr <start|stop|status|restart|run|reload|zap>';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function removeStale(root: RootLayout): void {
-  fs.rmSync(path.join(root.configDir, 'queuemgr.pid'), { force: true });
+  fs.rmSync(root.mgrPidFile, { force: true });
 }
 
-function checkSettings(root: RootLayout): boolean {
+/**
+ * Why rq-mgr cannot start now, once said on the terminal: another instance runs, or the
+ * config is bad (RQ's line and its cause on stderr). Undefined when it can start.
+ */
+function startProblem(root: RootLayout): 'running' | 'config' | undefined {
+  if (runningPid(root) !== undefined) {
+    process.stdout.write('ERROR: there is already one or more instance(s) of the program running\n');
+    return 'running';
+  }
   try {
     loadSupervisorSettings(root);
-    return true;
+    return undefined;
   } catch (e) {
     process.stderr.write(`${explain(e)}\n`);
-    return false;
+    return 'config';
   }
 }
 
 async function start(root: RootLayout): Promise<number> {
-  if (runningPid(root) !== undefined) {
-    process.stdout.write('ERROR: there is already one or more instance(s) of the program running\n');
-    return 0;
-  }
-  if (!checkSettings(root)) return 1;
-  removeStale(root);
-  fs.mkdirSync(path.join(root.root, 'log'), { recursive: true });
-  const out = fs.openSync(path.join(root.root, 'log', 'rq.log'), 'a');
-  const child = spawn(process.execPath, [MAIN], {
+  const problem = startProblem(root);
+  if (problem) return problem === 'running' ? 0 : 1;
+  fs.mkdirSync(path.dirname(root.logFile), { recursive: true });
+  const out = fs.openSync(root.logFile, 'a');
+  const child = spawn(process.execPath, [MGR_MAIN], {
     cwd: root.root,
     env: { ...process.env, RQ_ROOT: root.root },
     stdio: ['ignore', out, out],
@@ -54,17 +58,16 @@ async function start(root: RootLayout): Promise<number> {
   });
   child.unref();
   fs.closeSync(out);
-  const sock = path.join(root.configDir, 'queuemgr.sock');
   const until = Date.now() + START_WAIT_MS;
   while (Date.now() < until) {
     if (child.exitCode !== null) break;
-    if ((await rpcCall(sock, 'ping', '', 1000)) !== null && runningPid(root) === child.pid) {
+    if ((await rpcCall(root.mgrSocket, 'ping', '', 1000)) !== null && runningPid(root) === child.pid) {
       process.stdout.write(`queuemgr: process with pid ${child.pid} started.\n`);
       return 0;
     }
     await sleep(50);
   }
-  process.stderr.write(`queuemgr: failed to start; see ${path.join(root.root, 'log', 'rq.log')}\n`);
+  process.stderr.write(`queuemgr: failed to start; see ${root.logFile}\n`);
   return 1;
 }
 
@@ -97,7 +100,11 @@ function status(root: RootLayout): number {
   return 0;
 }
 
-async function main(argv: string[]): Promise<number> {
+/**
+ * Run one command line (without `node` and the script); resolves to the exit status.
+ * After `run` this process is rq-mgr, and lives on until a signal stops it.
+ */
+export async function main(argv: readonly string[]): Promise<number> {
   const root = rootLayout(installRoot());
   const command = argv[0];
   switch (command) {
@@ -111,17 +118,13 @@ async function main(argv: string[]): Promise<number> {
       return start(root);
     case 'status':
       return status(root);
-    case 'run':
-      if (runningPid(root) !== undefined) {
-        process.stdout.write('ERROR: there is already one or more instance(s) of the program running\n');
-        return 1;
-      }
-      if (!checkSettings(root)) return 1;
-      removeStale(root);
-      process.argv.push('--foreground');
-      process.env['RQ_ROOT'] = root.root;
-      await import('../supervisor/rq-mgr-main.js');
-      return -1;
+    case 'run': {
+      if (startProblem(root)) return 1;
+      // Loaded only here, so that start, stop and status do not pay for the supervisor's modules.
+      const { runSupervisor } = await import('../supervisor/run-supervisor.js');
+      await runSupervisor(root, { foreground: true });
+      return 0;
+    }
     case 'reload': {
       const pid = runningPid(root);
       if (pid === undefined) return status(root);
@@ -136,6 +139,3 @@ async function main(argv: string[]): Promise<number> {
       return command === undefined || command === '-h' || command === '--help' ? 0 : 2;
   }
 }
-
-const code = await main(process.argv.slice(2));
-if (code >= 0) process.exit(code);

@@ -10,22 +10,25 @@
  * are printed.
  *
  * Every CLI call pays Node's start-up, so this module stays tiny on purpose: node
- * built-ins and a few dependency-free modules (the RPC framing, ids, names, the install
- * root), all subcommands in the one table below instead of one file each, and no logger.
- * Importing it has no side effects; `bin/rq` calls `main`.
+ * built-ins and a few dependency-free modules (the RPC framing, ids, names, messages'
+ * isPlainObject, the path layout, the install root), all subcommands in the one table
+ * below instead of one file each, and no logger. Importing it has no side effects;
+ * `bin/rq` calls `main`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { rpcCall } from '../client/rpc.js';
+import { isOk, rpcCall } from '../client/rpc.js';
 import { RqError, coerceError, type ErrorCode } from '../domain/errors.js';
 import { parseFullId } from '../domain/ids.js';
+import { isPlainObject } from '../domain/message.js';
 import { isValidQueueName } from '../domain/names.js';
 import { installRoot } from '../lib/install-root.js';
 import { checkAttachmentSource } from '../store/attachment-source.js';
+import { queueLayout, rootLayout } from '../store/layout.js';
 
 /** An option's value: the text given, or `true` for a bare `--flag` (RQ's JSON `true`). */
-export type OptionValue = string | true;
-export type Options = Map<string, OptionValue>;
+type OptionValue = string | true;
+type Options = Map<string, OptionValue>;
 
 /** The CLI's mapping from error codes to exit statuses (every failure is 1, as in RQ). */
 export const EXIT_CODES = {
@@ -44,8 +47,8 @@ export const EXIT_CODES = {
   RQ_TOO_LARGE: 1,
 } as const satisfies Record<ErrorCode, number>;
 
-/** Where a command writes, and what it resolves against. Tests and `bin/rq` pass the real ones. */
-export interface CliContext {
+/** Where a command writes, and what it resolves against (main fills it from the process). */
+interface CliContext {
   root: string;
   cwd: string;
   out: (text: string) => void;
@@ -101,23 +104,17 @@ function show(value: unknown): string {
   return JSON.stringify(value);
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** The socket of an existing queue; `Queue not found` for a bad name or a missing directory. */
 function queueSocket(ctx: CliContext, queue: string): string {
-  const dir = path.join(ctx.root, 'queues', queue);
-  if (!isValidQueueName(queue) || !isDirectory(dir)) throw new RqError('RQ_QUEUE_NOT_FOUND', `Queue not found: ${queue}`);
-  return path.join(dir, 'queue.sock');
-}
-
-function isDirectory(p: string): boolean {
-  try {
-    return fs.statSync(p).isDirectory();
-  } catch {
-    return false;
+  if (isValidQueueName(queue)) {
+    const q = queueLayout(rootLayout(ctx.root), queue);
+    try {
+      if (fs.statSync(q.dir).isDirectory()) return q.socket;
+    } catch {
+      // missing: not found
+    }
   }
+  throw new RqError('RQ_QUEUE_NOT_FOUND', `Queue not found: ${queue}`);
 }
 
 /** One RPC to a queue; a silent queue process or a reply that is not an array is an error. */
@@ -134,7 +131,7 @@ async function call(ctx: CliContext, queue: string, command: string, arg: Record
 /** Print `<reply[0]> <reply[1]>` (or `<reply[0]> <shown>`), and the exit status it means. */
 function finish(ctx: CliContext, reply: unknown[], shown: unknown = reply[1]): number {
   ctx.out(`${show(reply[0])} ${show(shown)}\n`);
-  return reply[0] === 'ok' ? 0 : 1;
+  return isOk(reply) ? 0 : 1;
 }
 
 /** The keys a new message takes from the options (`--relay-ok` is not one of them). */
@@ -193,7 +190,7 @@ async function verifyRules(opts: Options, ctx: CliContext): Promise<number> {
   } catch {
     rules = undefined;
   }
-  if (!Array.isArray(rules) && !isObject(rules)) {
+  if (!Array.isArray(rules) && !isPlainObject(rules)) {
     ctx.out('fail bad router rules file\n');
     return 1;
   }
@@ -237,7 +234,7 @@ const COMMANDS: Record<string, Command> = {
     run: async (opts, ctx) => {
       const { queue, shortId } = target(opts);
       const reply = await call(ctx, queue, 'get_message_status', { msg_id: shortId });
-      return finish(ctx, reply, reply[0] === 'ok' && isObject(reply[1]) ? reply[1]['status'] : reply[1]);
+      return finish(ctx, reply, isOk(reply) && isPlainObject(reply[1]) ? reply[1]['status'] : reply[1]);
     },
   },
   statuscountmesg: {
@@ -245,7 +242,7 @@ const COMMANDS: Record<string, Command> = {
     run: async (opts, ctx) => {
       const { queue, shortId } = target(opts);
       const reply = await call(ctx, queue, 'get_message', { msg_id: shortId });
-      return finish(ctx, reply, reply[0] === 'ok' && isObject(reply[1]) ? (reply[1]['count'] ?? 0) : reply[1]);
+      return finish(ctx, reply, isOk(reply) && isPlainObject(reply[1]) ? (reply[1]['count'] ?? 0) : reply[1]);
     },
   },
   attachstatusmesg: {
@@ -253,11 +250,11 @@ const COMMANDS: Record<string, Command> = {
     run: async (opts, ctx) => {
       const { queue, shortId } = target(opts);
       const reply = await call(ctx, queue, 'get_message', { msg_id: shortId });
-      if (reply[0] !== 'ok' || !isObject(reply[1])) return finish(ctx, reply);
+      if (!isOk(reply) || !isPlainObject(reply[1])) return finish(ctx, reply);
       const attachments = reply[1]['_attachments'];
-      const lines = isObject(attachments)
+      const lines = isPlainObject(attachments)
         ? Object.entries(attachments).map(([name, value]) => {
-            const a = isObject(value) ? value : {};
+            const a = isPlainObject(value) ? value : {};
             return `${name} ${show(a['md5'])} ${show(a['size'])} ${show(a['path'])}\n`;
           })
         : [];
@@ -281,12 +278,12 @@ export function usage(): string {
  * Run one command line (without `node` and the script) and resolve to the exit status.
  * Help and unknown commands exit 1, as in RQ.
  */
-export async function main(argv: readonly string[], ctx?: Partial<CliContext>): Promise<number> {
+export async function main(argv: readonly string[]): Promise<number> {
   const c: CliContext = {
-    root: ctx?.root ?? installRoot(),
-    cwd: ctx?.cwd ?? process.cwd(),
-    out: ctx?.out ?? ((text) => process.stdout.write(text)),
-    err: ctx?.err ?? ((text) => process.stderr.write(text)),
+    root: installRoot(),
+    cwd: process.cwd(),
+    out: (text) => process.stdout.write(text),
+    err: (text) => process.stderr.write(text),
   };
   if (argv.length === 0 || argv.includes('-h') || argv.includes('--help')) {
     c.out(usage());

@@ -42,6 +42,11 @@ export function splitRequest(payload: string): { command: string; argument: stri
   return i < 0 ? { command: payload, argument: '' } : { command: payload.slice(0, i), argument: payload.slice(i + 1) };
 }
 
+/** A reply `["ok", …]`: the one test of success every caller uses. */
+export function isOk(reply: unknown): reply is ['ok', unknown] {
+  return Array.isArray(reply) && reply[0] === 'ok';
+}
+
 /**
  * Send one request and wait for the reply. Resolves to the parsed JSON reply, or
  * `null` when the socket refuses, closes early or answers garbage, as RQ's clients do.

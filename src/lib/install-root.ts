@@ -1,7 +1,8 @@
 /**
  * Where the install root is: `RQ_ROOT` when set, else the parent of the directory the
  * running entry file lives in two levels up (`<root>/bin/x` or `<root>/dist/src/<part>/x.js`).
- * Every command works from any cwd this way, as RQ's did.
+ * Every command works from any cwd this way, as RQ's did. Also where the built entry
+ * files of rq's three kinds of process are, named once for rq-mgr, its CLI and the bench.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +10,11 @@ import { fileURLToPath } from 'node:url';
 /** The package root this file was built into (`<root>/dist/src/lib/install-root.js`). */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
-export function installRoot(env: NodeJS.ProcessEnv = process.env): string {
-  return path.resolve(env['RQ_ROOT'] ?? PACKAGE_ROOT);
+/** The built entry files: rq-mgr as a daemon, a queue process, the web process. */
+export const MGR_MAIN = path.join(PACKAGE_ROOT, 'dist/src/supervisor/rq-mgr-main.js');
+export const QUEUE_MAIN = path.join(PACKAGE_ROOT, 'dist/src/queue/queue-main.js');
+export const WEB_MAIN = path.join(PACKAGE_ROOT, 'dist/src/web/web-main.js');
+
+export function installRoot(): string {
+  return path.resolve(process.env['RQ_ROOT'] ?? PACKAGE_ROOT);
 }

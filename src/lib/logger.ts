@@ -1,13 +1,13 @@
 /**
- * The one logger: pino JSON lines on stdout (rq-mgr points that at `log/` or the
- * terminal). Every process binds `pid`, and queue processes bind `queue`; lines about a
- * message add `msg_id`. A script's own output never goes here; it stays in its
- * `job/stdio.log`.
+ * The one logger: pino JSON lines at `RQ_LOG_LEVEL` (default info), on stdout unless the
+ * caller gives a destination (rq-mgr gives `log/rq.log` when it runs as a daemon). Every
+ * process binds `pid`, and queue processes bind `queue`; lines about a message add
+ * `msg_id`. A script's own output never goes here; it stays in its `job/stdio.log`.
  */
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
-export function createLogger(bindings: Record<string, unknown>, level = process.env['RQ_LOG_LEVEL'] ?? 'info'): Logger {
-  return pino({ level, base: { pid: process.pid, ...bindings } }, pino.destination({ dest: 1, sync: false }));
+export function createLogger(bindings: Record<string, unknown>, destination: DestinationStream = pino.destination({ dest: 1, sync: false })): Logger {
+  return pino({ level: process.env['RQ_LOG_LEVEL'] ?? 'info', base: { pid: process.pid, ...bindings } }, destination);
 }

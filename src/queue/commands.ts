@@ -4,9 +4,15 @@
  * RqError to RQ's vocabulary: `["fail", <the error's RQ text>]`, except the attachment
  * deletions, which RQ answers with `[false, text]`.
  *
- * Beyond RQ, for the web: `messages` takes an `offset` (paging), and two commands are
- * added: `search` (RQ's `GET /search` as a command, paged, with an optional free text)
- * and `stats` (counters since the queue process started).
+ * Beyond RQ, for the web: `messages` takes an `offset` (paging; a paged reply gives every
+ * message's status text), and two commands are added: `search` (RQ's `GET /search` as a
+ * command, paged, with an optional free text) and `stats` (the dashboard's whole view of
+ * the queue in one reply, with the counters since the queue process started).
+ *
+ * The admin flags are re-read for `status` and `stats` only (spec/rq.md §1.11). The DOWN
+ * check uses the value last read, which the flag files' watch (hints.ts) keeps current:
+ * inotify queues the event as the file is made, and the queue's event loop handles it
+ * no later than the accept of a connection made afterwards, before reading its request.
  */
 import { RqError, coerceError } from '../domain/errors.js';
 import { parseFullId } from '../domain/ids.js';
@@ -68,7 +74,10 @@ function searchQuery(arg: Record<string, unknown>): SearchQuery {
 const COMMANDS: Record<string, Handler> = {
   ping: () => ['pong'],
   uptime: (e) => [e.uptimeSec()],
-  status: (e) => [e.status()],
+  status: (e) => {
+    e.refreshFlags();
+    return [e.status()];
+  },
   config: (e) => {
     const c = e.config;
     return [
@@ -93,10 +102,23 @@ const COMMANDS: Record<string, Handler> = {
     const offset = optionalCount(arg, 'offset');
     const limit = optionalCount(arg, 'limit') ?? Infinity;
     // RQ listed all of err whatever the limit (spec/rq.md §5.2); a paged call gets its page.
-    return e.messages(state, offset ?? 0, state === 'err' && offset === undefined ? Infinity : limit);
+    if (offset === undefined) return e.messages(state, 0, state === 'err' ? Infinity : limit, false);
+    return e.messages(state, offset, limit, true);
   },
   search: async (e, arg) => ['ok', await e.search(searchQuery(arg))],
-  stats: (e) => e.stats.snapshot(),
+  // The web's QueueStatus (src/web/queue-info.ts) is this reply's type.
+  stats: (e) => {
+    e.refreshFlags();
+    return {
+      pid: process.pid,
+      status: e.status(),
+      admin: e.adminStatus(),
+      uptime: e.uptimeSec(),
+      counts: e.numMessages(),
+      schedule: e.config.schedule,
+      ...e.stats.snapshot(),
+    };
+  },
   create_message: async (e, arg) => ['ok', await e.create(arg, 'que')],
   prep_message: async (e, arg) => ['ok', await e.create(arg, 'prep')],
   single_que: async (e, arg) => ['ok', await e.singleQue(arg)],
@@ -142,8 +164,7 @@ const COMMANDS: Record<string, Handler> = {
 export async function runCommand(engine: QueueEngine, log: Logger, command: string, argument: string): Promise<unknown> {
   const handler = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
   if (!handler) return ['ERROR'];
-  engine.refreshFlags();
-  if (engine.isDown() && !NO_DOWN_CHECK.has(command)) return ['fail', 'status: DOWN'];
+  if (engine.adminStatus() === 'DOWN' && !NO_DOWN_CHECK.has(command)) return ['fail', 'status: DOWN'];
   let arg: Record<string, unknown> = {};
   if (argument.trim() !== '') {
     let parsed: unknown;

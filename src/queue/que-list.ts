@@ -9,6 +9,7 @@
  * message finds its duplicates without scanning the whole list.
  */
 import type { QueEntry } from '../store/que-index.js';
+import { lowerBound } from './sorted-ids.js';
 
 function before(a: QueEntry, b: QueEntry): boolean {
   return a.dueMs < b.dueMs || (a.dueMs === b.dueMs && a.id < b.id);
@@ -94,14 +95,7 @@ export class QueList {
 
   /** The index of the first live entry not before `e`. */
   private search(e: QueEntry): number {
-    let lo = this.first;
-    let hi = this.items.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (before(this.items[mid]!, e)) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return lowerBound(this.items, this.first, (item) => before(item, e));
   }
 
   /** Set the coalescing params; rebuilds the key index. */

@@ -16,12 +16,16 @@
  * Reads for the web go through the same memory: `messages` pages (offset, limit) are
  * slices of the in-memory lists, and `search` checks what memory knows before it reads
  * any file. Counters since start-up (`stats`) live in QueueStats.
+ *
+ * The que index (que-index.ts) is appended to by every commit into `que` and compacted
+ * from memory, through the group committer, which swaps the file only between flushes.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { isOk } from '../client/rpc.js';
 import { RqError, coerceError, errnoCode } from '../domain/errors.js';
-import { fullId, hostUrl, isSafeId, isShortId, type HostInfo } from '../domain/ids.js';
+import { fullId, hostUrl, isSafeId, isShortId, parseFullId, type HostInfo } from '../domain/ids.js';
 import { PARAM_KEYS, buildMessage, type Message, type MessageInput } from '../domain/message.js';
 import { isValidQueueName } from '../domain/names.js';
 import { parseQueueConfig, type QueueConfig } from '../domain/queue-config.js';
@@ -63,10 +67,12 @@ const TICK_MS = 1_000;
 const STATUS_WRITE_MS = 50;
 /** How long a successful check of the script (real path, executable) is trusted. */
 const SCRIPT_CHECK_MS = 1_000;
-/** A search lets other events in after this many message reads. */
+/** A search lets other events in after this many file reads. */
 const SEARCH_READS_PER_TURN = 256;
-/** The order in which `search` visits the states. */
-const SEARCH_ORDER: readonly State[] = ['run', 'que', 'prep', 'err', 'done', 'relayed'];
+/** The order in which `search` visits the states: RQ's (spec/rq.md §7.3). */
+const SEARCH_ORDER: readonly State[] = ['prep', 'que', 'run', 'err', 'done', 'relayed'];
+/** The fields of a read view where `search` looks for its free text. */
+const TEXT_FIELDS: readonly string[] = ['msg_id', ...PARAM_KEYS, 'status'];
 
 interface RunEntry {
   id: string;
@@ -101,6 +107,8 @@ export interface EngineDeps {
   committer: GroupCommitter;
   log: Logger;
   callQueue: QueueCaller;
+  /** The que index is compacted once its journal holds more lines than this (and than 4 per waiting message). */
+  indexCompactLines: number;
 }
 
 export interface MessageView extends Message {
@@ -131,21 +139,24 @@ export interface SearchResult {
   truncated: boolean;
 }
 
-/** A field whose value memory does not know: the message's files must be read. */
-const UNKNOWN = Symbol('unknown');
+/** One message of a state's listing, with what memory holds of it. */
+interface Listed {
+  id: string;
+  /** Its que index entry (que, and the duplicates held aside). */
+  entry?: QueEntry;
+  /** Its run entry, which holds the whole message. */
+  run?: RunEntry;
+}
 
-/**
- * What memory knows of a field of a message's read view: `msg_id` and `state` always;
- * `dest`, `due` and the params when there is an index entry (que, run).
- */
-function knownField(state: State, id: string, entry: QueEntry | undefined, field: string): unknown {
-  if (field === 'msg_id') return id;
-  if (field === 'state') return state;
-  if (entry === undefined) return UNKNOWN;
+/** A field of a read view that a que index entry does not hold. */
+const NOT_IN_ENTRY = Symbol('not in the index entry');
+
+/** A field of a message's read view from its que index entry: `dest`, `due`, the params. */
+function entryField(entry: QueEntry, field: string): unknown {
   if (field === 'dest') return entry.dest;
   if (field === 'due') return entry.due;
   const param = (PARAM_KEYS as readonly string[]).indexOf(field);
-  return param >= 0 ? entry.params[param] : UNKNOWN;
+  return param >= 0 ? entry.params[param] : NOT_IN_ENTRY;
 }
 
 /**
@@ -162,10 +173,25 @@ function fieldMatches(value: unknown, text: string, exact: boolean): boolean {
 
 const nowSec = (): number => Math.floor(Date.now() / 1000);
 
-async function md5File(file: string): Promise<string> {
+/** The md5 and the size of a file, in one read. */
+async function hashFile(file: string): Promise<{ md5: string; size: number }> {
   const hash = crypto.createHash('md5');
-  for await (const chunk of fs.createReadStream(file)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
+  let size = 0;
+  for await (const chunk of fs.createReadStream(file)) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return { md5: hash.digest('hex'), size };
+}
+
+/** Hard-link a file, or copy it when the link crosses filesystems (EXDEV). */
+function linkOrCopy(from: string, to: string): void {
+  try {
+    fs.linkSync(from, to);
+  } catch (e) {
+    if (errnoCode(e) !== 'EXDEV' && errnoCode(e) !== 'EPERM') throw e;
+    fs.copyFileSync(from, to);
+  }
 }
 
 function attachmentNames(dir: string): string[] {
@@ -199,6 +225,8 @@ export class QueueEngine {
   private dueTimer: NodeJS.Timeout | undefined;
   private dueTimerAt = Infinity;
   private tick: NodeJS.Timeout | undefined;
+  /** A compaction of the que index is waiting for its turn in the committer. */
+  private compacting = false;
   /** The environment every worker starts from (process env + env_vars), built per config. */
   private baseEnv: NodeJS.ProcessEnv = {};
   private script: { real: string; checkedAt: number } | undefined;
@@ -231,8 +259,7 @@ export class QueueEngine {
    */
   start(): void {
     const { store, layout } = this.d;
-    store.sweepTemp();
-    this.prep = store.listFlat('prep').sort().reverse();
+    this.prep = store.sweepPrep().sort().reverse();
     // Ids moved back from run/: their index entries predate the run (a resend changes due).
     const fromRun = new Set<string>();
     for (const id of store.listFlat('run')) {
@@ -255,7 +282,7 @@ export class QueueEngine {
     }
     const index = readIndex(layout.indexFile);
     const entries: QueEntry[] = [];
-    const reindex: QueEntry[] = [];
+    let reindexed = 0;
     for (const id of store.listFlat('que')) {
       let entry = fromRun.has(id) ? undefined : index.entries.get(id);
       if (!entry) {
@@ -266,7 +293,7 @@ export class QueueEngine {
             store.writeMsg('que', id, msg);
           }
           entry = entryFromMessage(msg);
-          reindex.push(entry);
+          reindexed++;
         } catch (e) {
           this.d.log.error({ msg_id: id, err: coerceError(e).message }, 'unreadable message left in que');
           continue;
@@ -275,16 +302,15 @@ export class QueueEngine {
       entries.push(entry);
     }
     this.que.load(entries);
-    this.d.committer.setJournal(layout.indexFile, index.lines);
-    if (reindex.length > 0) this.journal(reindex.map(journalLine).join(''));
+    this.d.committer.openJournal(layout.indexFile, index.lines);
     this.refreshFlags();
     this.pump();
-    // Off the critical path: counts of the final states, and a compact index if it is not.
-    const stale = index.lines !== entries.length || reindex.length > 0;
+    // An index that is not exactly the waiting messages is rewritten (in the committer's next turn).
+    if (index.lines !== entries.length || reindexed > 0) this.compactIndex();
+    // Off the critical path: counts of the final states.
     setImmediate(() => {
       this.errIds.addAll(store.listFlat('err'));
       this.counts = { done: store.countHashed('done'), relayed: store.countHashed('relayed') };
-      if (stale) this.compactIndex();
     });
     this.tick = setInterval(() => this.onTick(), TICK_MS);
     this.tick.unref();
@@ -292,13 +318,16 @@ export class QueueEngine {
 
   /** A worker from before a restart that is still the same live process. */
   private liveOrphan(id: string): { pid: number; pidFileMs: number } | undefined {
-    const file = path.join(this.d.layout.msgDir('run', id), 'pid');
+    let fd: number | undefined;
     try {
-      const pid = Number(fs.readFileSync(file, 'utf8'));
-      const pidFileMs = fs.statSync(file).mtimeMs;
+      fd = fs.openSync(path.join(this.d.layout.msgDir('run', id), 'pid'), 'r');
+      const pidFileMs = fs.fstatSync(fd).mtimeMs;
+      const pid = Number(fs.readFileSync(fd, 'utf8'));
       if (Number.isInteger(pid) && pid > 0 && isSameWorker(pid, pidFileMs)) return { pid, pidFileMs };
     } catch {
       // no pid file: the worker never started or is gone
+    } finally {
+      if (fd !== undefined) fs.closeSync(fd);
     }
     return undefined;
   }
@@ -327,12 +356,15 @@ export class QueueEngine {
     this.refreshFlags();
     this.checkOrphans();
     this.pump();
-    if (this.d.committer.journalLines() > Math.max(50_000, this.que.size * 4)) this.compactIndex();
+    if (this.d.committer.journalLines() > Math.max(this.d.indexCompactLines, this.que.size * 4)) this.compactIndex();
   }
 
   // ───────────────────────────── status ─────────────────────────────
 
-  /** Re-read the admin flag files; dispatch if that un-paused the queue. */
+  /**
+   * Re-read the admin flag files; dispatch if that un-paused the queue. Called by the
+   * `status` and `stats` commands (spec/rq.md §1.11), the flag files' watch and the tick.
+   */
   refreshFlags(): void {
     const { layout } = this.d;
     const before = this.admin;
@@ -347,8 +379,9 @@ export class QueueEngine {
     return this.oper !== 'UP' ? this.oper : this.admin;
   }
 
-  isDown(): boolean {
-    return this.admin === 'DOWN';
+  /** The admin status from the flag files, as last read. */
+  adminStatus(): AdminStatus {
+    return this.admin;
   }
 
   uptimeSec(): number {
@@ -367,41 +400,70 @@ export class QueueEngine {
   }
 
   /**
-   * The `messages` listing of a state (spec/rq.md §5.2), from `offset` on, at most
-   * `limit`: a slice of memory for prep, que, run and err; done and relayed are listed
-   * from their hashed directories, and only the page's relayed messages are read.
+   * The `messages` reply for a state (spec/rq.md §5.2), from `offset` on, at most
+   * `limit` entries. A paged call (`withStatus`) adds each message's status text.
    */
-  messages(state: State, offset: number, limit: number): unknown[] {
-    const { store } = this.d;
+  messages(state: State, offset: number, limit: number, withStatus: boolean): unknown[] {
+    return Array.from(this.listing(state, offset, limit), (item) => {
+      const row = this.listingRow(state, item);
+      return withStatus ? { ...row, status: this.statusText(state, item.id) } : row;
+    });
+  }
+
+  /**
+   * A state's messages in `messages` order, from `offset` on, at most `limit`: slices of
+   * memory for prep, que (without the held duplicates), run and err; for done and
+   * relayed the hashed tree, walked only as far as the caller reads.
+   */
+  private listing(state: State, offset: number, limit: number): Iterable<Listed> {
     switch (state) {
       case 'prep':
-        return this.prep.slice(offset, offset + limit).map((msg_id) => ({ msg_id }));
+        return this.prep.slice(offset, offset + limit).map((id) => ({ id }));
       case 'que':
-        return this.que.slice(offset, limit).map((e) => ({ msg_id: e.id, due: e.due, dest: e.dest }));
+        return this.que.slice(offset, limit).map((entry) => ({ id: entry.id, entry }));
       case 'run':
-        return this.runNewestFirst()
+        return [...this.run.values()]
+          .reverse()
           .slice(offset, offset + limit)
-          .map((r) => ({ msg_id: r.id, status: r.jobStatus ?? 'run', dest: r.msg.dest }));
-      case 'done':
-        return store.listHashed('done', limit, offset).map((msg_id) => ({ msg_id }));
-      case 'relayed':
-        return store.listHashed('relayed', limit, offset).map((msg_id) => {
-          let dest: unknown = null;
-          try {
-            dest = store.readMsg('relayed', msg_id).dest;
-          } catch {
-            // shown without dest
-          }
-          const text = store.readStatus('relayed', msg_id)?.job_status ?? '';
-          return { msg_id, status: 'relayed', dest, new_msg: text.split(/\s+/).filter(Boolean).pop() ?? '' };
-        });
+          .map((run) => ({ id: run.id, run }));
       case 'err':
-        return this.errIds.descending(offset, limit).map((msg_id) => ({ msg_id }));
+        return this.errIds.descending(offset, limit).map((id) => ({ id }));
+      case 'done':
+      case 'relayed':
+        return this.hashedListing(state, offset, limit);
     }
   }
 
-  private runNewestFirst(): RunEntry[] {
-    return [...this.run.values()].reverse();
+  private *hashedListing(state: State, offset: number, limit: number): Generator<Listed> {
+    if (limit <= 0) return;
+    let n = 0;
+    for (const id of this.d.store.hashedIds(state, offset)) {
+      yield { id };
+      if (++n >= limit) return;
+    }
+  }
+
+  /** An entry of RQ's `messages` reply; only relayed reads files (its dest and status). */
+  private listingRow(state: State, { id, entry, run }: Listed): Record<string, unknown> {
+    const { store } = this.d;
+    switch (state) {
+      case 'que':
+        return { msg_id: id, due: entry?.due, dest: entry?.dest };
+      case 'run':
+        return { msg_id: id, status: run?.jobStatus ?? 'run', dest: run?.msg.dest };
+      case 'relayed': {
+        let dest: unknown = null;
+        try {
+          dest = store.readMsg('relayed', id).dest;
+        } catch {
+          // shown without dest
+        }
+        const text = store.readStatus('relayed', id)?.job_status ?? '';
+        return { msg_id: id, status: 'relayed', dest, new_msg: text.split(/\s+/).filter(Boolean).pop() ?? '' };
+      }
+      default:
+        return { msg_id: id };
+    }
   }
 
   /**
@@ -412,88 +474,100 @@ export class QueueEngine {
    * no `_attachments`: hashing every attachment would make a search as slow as the queue
    * is big.
    *
-   * Fast on a big queue: every state's ids are taken from memory first (a message that
-   * moves during the search is skipped, never shown twice); the fields memory knows
-   * (knownField) are checked before any file is read, `status` before `msg`. The free
-   * text is looked for in memory first (the id; the params of que and run), then in
-   * files: for que and run the status, and `msg` is read only for a match; elsewhere
-   * `msg`, then the status. A waiting message's status is not in memory: a resent one
-   * keeps the status file its run wrote, across restarts too (the que index holds no
-   * status). The scan stops at `limit` and lets other events in every
-   * SEARCH_READS_PER_TURN reads.
+   * Fast on a big queue: a state is listed only when the scan reaches it (done and
+   * relayed directory by directory), and each field is taken from memory when memory
+   * has it (lazyView), so a file is read only for a field memory lacks, or for a match
+   * past the offset. A waiting message's status is not in memory: a resent one keeps the
+   * status file its run wrote, across restarts too. A message that moves on to a later
+   * state during the scan is matched once. A match whose `msg` cannot be read is counted
+   * but not shown, so pages never overlap. The scan stops at `limit` matches and lets
+   * other events in every SEARCH_READS_PER_TURN file reads.
    */
   async search(q: SearchQuery): Promise<SearchResult> {
     const pairs = Object.entries(q.query);
-    const statusQuery = q.query['status'];
     const { text } = q;
-    /** Whether the free text is in one of these values (always, without a text). */
-    const holdsText = (values: readonly unknown[]): boolean => text === undefined || values.some((v) => fieldMatches(v, text, false));
-    const lists = SEARCH_ORDER.filter((s) => q.states.includes(s)).map((s) => [s, this.searchIds(s)] as const);
     const messages: MessageView[] = [];
-    let matched = 0;
+    const matched = new Set<string>();
+    /** Matches past the offset: a page is `limit` matches, whether or not each can be shown. */
+    let taken = 0;
     let scanned = 0;
     let reads = 0;
-    for (const [state, ids] of lists) {
-      for (const item of ids) {
-        if (messages.length >= q.limit) return { messages, scanned, truncated: true };
+    for (const state of SEARCH_ORDER.filter((s) => q.states.includes(s))) {
+      for (const item of this.searchListing(state)) {
+        if (taken >= q.limit) return { messages, scanned, truncated: true };
+        if (matched.has(item.id)) continue;
         scanned++;
-        const [id, entry] = typeof item === 'string' ? [item, undefined] : [item.id, item];
-        let fromMemory = true;
-        const rejected = pairs.some(([f, value]) => {
-          const v = knownField(state, id, entry, f);
-          if (v === UNKNOWN) fromMemory = false;
-          return v !== UNKNOWN && !fieldMatches(v, value, q.exact);
-        });
-        if (rejected) continue;
-        let hasText = holdsText([id, ...(entry?.params ?? [])]);
-        // A match memory is sure of needs no file until it is past the offset.
-        if (fromMemory && hasText && matched < q.offset) {
-          matched++;
-          continue;
-        }
-        if (++reads % SEARCH_READS_PER_TURN === 0) await new Promise((r) => setImmediate(r));
-        let status: string | undefined;
-        const statusOf = (): string => (status ??= this.statusText(state, id));
-        if (statusQuery !== undefined && !fieldMatches(statusOf(), statusQuery, q.exact)) continue;
-        if (!hasText && entry !== undefined) {
-          if (!holdsText([statusOf()])) continue;
-          hasText = true;
-        }
-        let view: MessageView;
+        const view = this.lazyView(state, item);
         try {
-          // The status is read for a match only, unless the query or the text asks for it.
-          view = this.readView(state, id, '');
+          const isMatch =
+            pairs.every(([f, value]) => fieldMatches(view.field(f), value, q.exact)) &&
+            (text === undefined || TEXT_FIELDS.some((f) => fieldMatches(view.field(f), text, false)));
+          if (isMatch) {
+            matched.add(item.id);
+            if (matched.size > q.offset) {
+              taken++;
+              messages.push(view.whole());
+            }
+          }
         } catch {
-          continue; // moved on since the ids were taken, or unreadable
+          // moved on since the listing was taken, or unreadable: not shown
         }
-        delete view._attachments;
-        // Own fields only: a query for `constructor` must not find Object's.
-        const field = (f: string): unknown => (Object.hasOwn(view, f) ? view[f] : undefined);
-        if (pairs.some(([f, value]) => f !== 'status' && !fieldMatches(field(f), value, q.exact))) continue;
-        if (!hasText && !holdsText(PARAM_KEYS.map(field)) && !holdsText([statusOf()])) continue;
-        if (matched++ < q.offset) continue;
-        view.status = statusOf();
-        messages.push(view);
+        reads += view.reads;
+        if (reads >= SEARCH_READS_PER_TURN) {
+          reads = 0;
+          await new Promise((r) => setImmediate(r));
+        }
       }
     }
     return { messages, scanned, truncated: false };
   }
 
-  /** The ids of a state for a search, with the index entry where memory has one. */
-  private searchIds(state: State): ReadonlyArray<string | QueEntry> {
-    switch (state) {
-      case 'run':
-        return this.runNewestFirst().map((r) => entryFromMessage(r.msg));
-      case 'que':
-        return [...this.que, ...[...this.held.values()].flat()];
-      case 'prep':
-        return [...this.prep];
-      case 'err':
-        return this.errIds.descending(0, Infinity);
-      case 'done':
-      case 'relayed':
-        return this.d.store.listHashed(state);
-    }
+  /** A state's listing for `search`: que also has the duplicates held aside, after the list. */
+  private *searchListing(state: State): Generator<Listed> {
+    yield* this.listing(state, 0, Infinity);
+    if (state === 'que') for (const entry of [...this.held.values()].flat()) yield { id: entry.id, entry };
+  }
+
+  /**
+   * A message's read view, built only as far as `search` asks: a field from memory when
+   * memory has it (the id, state and path; dest, due and the params of an index entry;
+   * all of a running message), else from `msg`, read once; the status text when asked
+   * for. `reads` counts the files read. Own fields only: `constructor` is not a field.
+   */
+  private lazyView(state: State, { id, entry, run }: Listed): { field(f: string): unknown; whole(): MessageView; readonly reads: number } {
+    let msg = run?.msg;
+    let status: string | undefined;
+    let reads = 0;
+    const msgOf = (): Message => {
+      if (msg === undefined) {
+        reads++;
+        msg = this.d.store.readMsg(state, id);
+      }
+      return msg;
+    };
+    const statusOf = (): string => {
+      if (status === undefined) {
+        reads++;
+        status = this.statusText(state, id);
+      }
+      return status;
+    };
+    return {
+      get reads() {
+        return reads;
+      },
+      field: (f) => {
+        if (f === 'msg_id') return id;
+        if (f === 'state') return state;
+        if (f === 'path') return this.d.layout.displayPath(state, id);
+        if (f === 'status') return statusOf();
+        const known = msg === undefined && entry !== undefined ? entryField(entry, f) : NOT_IN_ENTRY;
+        if (known !== NOT_IN_ENTRY) return known;
+        const m = msgOf();
+        return Object.hasOwn(m, f) ? m[f] : undefined;
+      },
+      whole: () => this.viewOf(state, id, msgOf(), statusOf()),
+    };
   }
 
   // ───────────────────────────── lookups ─────────────────────────────
@@ -516,21 +590,28 @@ export class QueueEngine {
     return undefined;
   }
 
-  /** Like `stateOf`, and the directory must exist (every command but state/status). */
+  /**
+   * Like `stateOf`, and the directory must exist (every command but state/status). Only
+   * prep and run are known from memory; stateOf found the others on disk.
+   */
   private find(id: string): State {
     const state = this.stateOf(id);
-    if (state === undefined || !this.d.store.exists(state, id)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    if (state === undefined || ((state === 'prep' || state === 'run') && !this.d.store.exists(state, id))) {
+      throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    }
     return state;
   }
 
-  statusText(state: State, id: string): string {
-    const s = this.d.store.readStatus(state, id);
+  /** The status text: a run's last line from memory when it wrote one, else the status file. */
+  private statusText(state: State, id: string): string {
+    const run = state === 'run' ? this.run.get(id) : undefined;
+    const s = run?.hasStatus ? { job_status: run.jobStatus } : this.d.store.readStatus(state, id);
     return s === undefined ? state : `${state} - ${s.job_status ?? ''}`;
   }
 
-  /** The read view without attachments (spec/rq.md §1.10). Throws when `msg` is unreadable. */
-  private readView(state: State, id: string, status = this.statusText(state, id)): MessageView {
-    return { ...this.d.store.readMsg(state, id), path: this.d.layout.displayPath(state, id), status, state };
+  /** The read view without attachments (spec/rq.md §1.10). */
+  private viewOf(state: State, id: string, msg: Message, status: string): MessageView {
+    return { ...msg, path: this.d.layout.displayPath(state, id), status, state };
   }
 
   async getMessage(id: string): Promise<MessageView> {
@@ -538,7 +619,7 @@ export class QueueEngine {
     const { layout } = this.d;
     let view: MessageView;
     try {
-      view = this.readView(state, id);
+      view = this.viewOf(state, id, this.d.store.readMsg(state, id), this.statusText(state, id));
     } catch (e) {
       throw new RqError('RQ_BAD_MESSAGE', "msg couldn't be read", { cause: e });
     }
@@ -548,11 +629,7 @@ export class QueueEngine {
       const attachments: NonNullable<MessageView['_attachments']> = {};
       for (const name of names) {
         const file = path.join(dir, 'attach', name);
-        attachments[name] = {
-          md5: await md5File(file),
-          size: fs.statSync(file).size,
-          path: path.join(layout.publicPath(state, id), 'attach', name),
-        };
+        attachments[name] = { ...(await hashFile(file)), path: path.join(layout.publicPath(state, id), 'attach', name) };
       }
       view._attachments = attachments;
     }
@@ -570,19 +647,17 @@ export class QueueEngine {
   /** create_message / prep_message (spec/rq.md §2.2). Returns the full id. */
   async create(input: MessageInput, to: 'que' | 'prep'): Promise<string> {
     if (!('dest' in input)) throw new RqError('RQ_BAD_MESSAGE', 'input missing required "dest" parameter');
-    const msg = await this.d.store.create((id) => buildMessage(input, id, this.fullId(id), nowSec()), to);
+    const { msg, entry } = await this.d.store.create((id) => buildMessage(input, id, this.fullId(id), nowSec()), to);
     this.stats.messageCreated();
-    this.afterCreate(msg, to);
+    if (entry) this.queued(entry);
+    else this.prep.push(msg.msg_id);
     return this.fullId(msg.msg_id);
   }
 
-  private afterCreate(msg: Message, to: 'que' | 'prep'): void {
-    if (to === 'prep') {
-      this.prep.push(msg.msg_id);
-      return;
-    }
-    this.que.insert(entryFromMessage(msg));
-    this.d.log.debug({ msg_id: msg.msg_id }, 'message queued');
+  /** A message has entered que: list it and dispatch. */
+  private queued(entry: QueEntry): void {
+    this.que.insert(entry);
+    this.d.log.debug({ msg_id: entry.id }, 'message queued');
     this.pump();
   }
 
@@ -598,16 +673,15 @@ export class QueueEngine {
     if (!isSafeId(id) || !this.prep.includes(id) || !this.d.store.exists('prep', id)) {
       throw new RqError('RQ_NOT_IN_STATE', 'cannot find message');
     }
-    let msg: Message;
+    let entry: QueEntry;
     try {
-      msg = this.d.store.readMsg('prep', id);
-      await this.d.store.move(id, 'prep', 'que', { msg });
+      entry = await this.d.store.enqueue(id, 'prep', { msg: this.d.store.readMsg('prep', id) });
     } catch (e) {
       this.d.log.error({ msg_id: id, err: coerceError(e).message }, 'commit failed');
       throw new RqError('RQ_IO', 'unknown reason', { cause: e });
     }
     this.prep = this.prep.filter((p) => p !== id);
-    this.afterCreate(msg, 'que');
+    this.queued(entry);
   }
 
   /** clone_message: a new message from a finished one, attachments linked (§2.11). */
@@ -623,7 +697,7 @@ export class QueueEngine {
       if (k in old) input[k] = old[k];
     }
     const srcDir = layout.msgDir(state, id);
-    const msg = await store.create((newId) => {
+    const { msg } = await store.create((newId) => {
       const m = buildMessage(input, newId, this.fullId(newId), nowSec());
       m.cloned_from = id;
       return m;
@@ -662,7 +736,7 @@ export class QueueEngine {
     const tmp = path.join(attachDir, `${attName}.tmp`);
     fs.rmSync(tmp, { force: true });
     linkOrCopy(pathname, tmp);
-    const md5 = await md5File(tmp);
+    const { md5 } = await hashFile(tmp);
     fs.renameSync(tmp, path.join(attachDir, attName));
     return md5;
   }
@@ -742,8 +816,10 @@ export class QueueEngine {
     const msg = this.d.store.readMsg('que', id);
     msg.due = due;
     this.d.store.writeMsg('que', id, msg);
-    await this.journal(journalLine(entryFromMessage(msg)));
-    if (this.que.has(id)) this.que.insert(entryFromMessage(msg));
+    const moved = entryFromMessage(msg);
+    // Memory first: a compaction of the index from now on writes the new due.
+    this.que.insert(moved);
+    await this.journal(journalLine(moved));
     this.pump();
   }
 
@@ -906,7 +982,7 @@ export class QueueEngine {
     const dest = typeof msg.dest === 'string' ? msg.dest : JSON.stringify(msg.dest);
     const base = `http://${host.host}:${host.port}`;
     const destUrl = dest.startsWith('http:') ? dest : dest.startsWith('/q/') ? `${base}${dest}` : `${base}/q/${dest}`;
-    const destQueue = dest.startsWith('http:') || dest.startsWith('/q/') ? (/\/q\/([^/]+)/.exec(dest)?.[1] ?? '') : dest;
+    const destQueue = dest.startsWith('http:') || dest.startsWith('/q/') ? (parseFullId(dest).queue ?? '') : dest;
     const text = (v: unknown): string => (v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v));
     Object.assign(env, {
       RQ_VER: RQ_VERSION,
@@ -1023,8 +1099,7 @@ export class QueueEngine {
         delete msg.dups;
         if (outcome.state === 'que') {
           msg.due = nowSec() + outcome.delaySec;
-          await store.move(run.id, 'run', 'que', { ...status, msg });
-          this.que.insert(entryFromMessage(msg));
+          this.que.insert(await store.enqueue(run.id, 'run', { ...status, msg }));
         } else {
           await store.move(run.id, 'run', 'err', status);
           this.errIds.add(run.id);
@@ -1057,7 +1132,6 @@ export class QueueEngine {
     input['due'] = nowSec() + r.delaySec;
     const call = this.d.callQueue;
     const reason = (reply: unknown): string => (Array.isArray(reply) ? String(reply[1]) : String(reply));
-    const isOk = (reply: unknown): reply is [string, string] => Array.isArray(reply) && reply[0] === 'ok';
     try {
       const dir = this.d.layout.msgDir('run', run.id);
       const names = attachmentNames(dir);
@@ -1081,16 +1155,23 @@ export class QueueEngine {
 
   // ───────────────────────────── index upkeep ─────────────────────────────
 
-  /** Rewrite the que index with exactly the waiting messages (held duplicates included). */
+  /**
+   * Rewrite the que index with exactly the waiting messages (held duplicates included),
+   * from memory, when the committer is between flushes (see group-commit.ts).
+   */
   private compactIndex(): void {
-    try {
-      const entries = [...this.que];
-      for (const list of this.held.values()) entries.push(...list);
-      writeIndex(this.d.layout.indexFile, entries);
-      this.d.committer.setJournal(this.d.layout.indexFile, entries.length);
-    } catch (e) {
-      this.d.log.warn({ err: coerceError(e).message }, 'cannot compact the que index');
-    }
+    if (this.compacting) return;
+    this.compacting = true;
+    const file = this.d.layout.indexFile;
+    void this.d.committer
+      .replaceJournal(file, () => {
+        const entries = [...this.que];
+        for (const list of this.held.values()) entries.push(...list);
+        writeIndex(file, entries);
+        return entries.length;
+      })
+      .catch((e: unknown) => this.d.log.warn({ err: coerceError(e).message }, 'cannot compact the que index'))
+      .finally(() => (this.compacting = false));
   }
 
   /**
@@ -1128,22 +1209,12 @@ export class QueueEngine {
   }
 
   /** Poll orphans (workers from before a restart): once gone, back to que. */
-  checkOrphans(): void {
+  private checkOrphans(): void {
     for (const r of this.run.values()) {
       if (!r.orphan || r.finishing || isSameWorker(r.orphan.pid, r.orphan.pidFileMs)) continue;
       r.finishing = true;
       this.d.log.info({ msg_id: r.id, worker_pid: r.orphan.pid }, 'worker from before the restart has exited; requeued');
       void this.finishRun(r, { state: 'que', delaySec: 0 });
     }
-  }
-}
-
-/** Hard-link a file, or copy it when the link crosses filesystems (EXDEV). */
-export function linkOrCopy(from: string, to: string): void {
-  try {
-    fs.linkSync(from, to);
-  } catch (e) {
-    if (errnoCode(e) !== 'EXDEV' && errnoCode(e) !== 'EPERM') throw e;
-    fs.copyFileSync(from, to);
   }
 }

@@ -1,20 +1,25 @@
 /**
- * Entry point of a queue process: `node dist/src/queue/queue-main.js <queue>`, run from
- * the install root (or with RQ_ROOT set). It writes `queue.pid`, recovers the queue,
- * serves `queue.sock`, and runs the engine until TERM, a `shutdown` RPC, or the loss of
- * its supervisor (the IPC channel closing). Workers are never signalled on exit
- * (spec/rq.md §4.3): they outlive a restart, and recovery waits for them.
+ * Entry point of a queue process: `node dist/src/queue/queue-main.js <queue>`, for the
+ * install root `installRoot()` (RQ_ROOT, as rq-mgr sets it, else the package root). It
+ * writes `queue.pid`, recovers the queue, serves `queue.sock`, and runs the engine until
+ * TERM, a `shutdown` RPC, or the loss of its supervisor (the IPC channel closing).
+ * Workers are never signalled on exit (spec/rq.md §4.3): they outlive a restart, and
+ * recovery waits for them.
+ *
+ * RQ_INDEX_COMPACT_LINES (default 50,000) is how long the que index journal may grow
+ * before it is compacted; tests lower it to compact while commits are in flight.
  */
 process.env['UV_THREADPOOL_SIZE'] ??= '16';
 
 import fs from 'node:fs';
 import path from 'node:path';
 import { coerceError } from '../domain/errors.js';
-import { parseMainConfig } from '../domain/main-config.js';
 import { isValidQueueName } from '../domain/names.js';
 import { parseQueueConfig } from '../domain/queue-config.js';
+import { installRoot } from '../lib/install-root.js';
 import { createLogger } from '../lib/logger.js';
 import { createRpcServer, rpcCall } from '../client/rpc.js';
+import { readMainConfig } from '../store/config-files.js';
 import { createGroupCommitter } from '../store/group-commit.js';
 import { ensureQueueDirs, queueLayout, rootLayout } from '../store/layout.js';
 import { createMessageStore } from '../store/message-store.js';
@@ -22,7 +27,7 @@ import { runCommand } from './commands.js';
 import { watchHints } from './hints.js';
 import { QueueEngine } from './queue-engine.js';
 
-const root = rootLayout(path.resolve(process.env['RQ_ROOT'] ?? process.cwd()));
+const root = rootLayout(installRoot());
 process.chdir(root.root);
 const name = process.argv[2] ?? '';
 const log = createLogger({ queue: name });
@@ -43,9 +48,11 @@ fs.writeFileSync(layout.pidFile, `${process.pid}\n`);
 
 let host;
 try {
-  host = parseMainConfig(fs.readFileSync(root.mainConfig, 'utf8'));
-} catch {
-  fatal(`Invalid main rq config for ${name}. Exiting.`);
+  host = readMainConfig(root);
+} catch (e) {
+  const err = coerceError(e);
+  const cause = err.cause === undefined ? '' : ` (${coerceError(err.cause).message})`;
+  fatal(`Invalid main rq config for ${name}: ${err.message}${cause}. Exiting.`);
 }
 let config;
 try {
@@ -69,6 +76,7 @@ const engine: QueueEngine = new QueueEngine(
       if (queue === name) return runCommand(engine, log, command, argument);
       return rpcCall(queueLayout(root, queue).socket, command, argument);
     },
+    indexCompactLines: Number(process.env['RQ_INDEX_COMPACT_LINES'] ?? 50_000),
   },
   config,
 );

@@ -3,8 +3,22 @@
  * state of a queue process: the `messages` listing is newest first (spec/rq.md §5.2), so
  * a page at offset 50,000 of 100,000 ids is a slice, never a sort per request. Adding or
  * removing one id is a binary search plus a splice (a memmove: 100,000 ids move in well
- * under a millisecond); a bulk load sorts once.
+ * under a millisecond); a bulk load sorts once. Also the one binary search of the sorted
+ * arrays of a queue process (this set and the que list).
  */
+
+/** The index of the first item in `items[from..]` that is not before the sought one. */
+export function lowerBound<T>(items: readonly T[], from: number, isBefore: (item: T) => boolean): number {
+  let lo = from;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (isBefore(items[mid]!)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 export class SortedIds {
   /** Ascending, no duplicates. */
   private ids: string[] = [];
@@ -38,15 +52,7 @@ export class SortedIds {
     return out;
   }
 
-  /** The index of the first id not before `id`. */
   private search(id: string): number {
-    let lo = 0;
-    let hi = this.ids.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.ids[mid]! < id) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return lowerBound(this.ids, 0, (other) => other < id);
   }
 }

@@ -10,6 +10,12 @@
  * after it survives a power cut (write, fsync, rename, fsync dir; nq.c, qmail).
  *
  * A failed fsync rejects every op of the batch; a failed rename rejects its own op.
+ *
+ * The journal (the que index, que-index.ts) is appended to by the ops and replaced by a
+ * compaction. A replacement waits in line with the ops and runs between two flushes, in
+ * a turn of its own: never while a journal fsync is pending, never dropping lines a
+ * flush has written, and only after the ops flushed before it have resolved (so
+ * whatever they changed in memory once committed is there to be written out).
  */
 import fs from 'node:fs';
 import { promisify } from 'node:util';
@@ -34,17 +40,34 @@ interface Pending {
   reject: (e: Error) => void;
 }
 
+interface Replacement {
+  path: string;
+  write: () => number;
+  resolve: () => void;
+  reject: (e: Error) => void;
+}
+
 export interface GroupCommitter {
   commit(op: CommitOp): Promise<void>;
-  /** Open (or reopen) the journal the ops append to; it holds `lines` lines already. */
-  setJournal(path: string, lines: number): void;
+  /** Open the journal the ops append to (at start-up); it holds `lines` lines already. */
+  openJournal(path: string, lines: number): void;
+  /**
+   * Replace the journal between two flushes: once every op committed before this call
+   * has been flushed and has resolved, `write()` rewrites the file at `path` and returns
+   * how many lines it holds, and the journal is reopened there. Ops committed after this
+   * call append to the new file. A failed `write()` rejects; the journal is reopened at
+   * `path` either way, so nothing is appended to a file that was replaced.
+   */
+  replaceJournal(path: string, write: () => number): Promise<void>;
   /** Lines in the journal: those it held when opened, plus every line appended since. */
   journalLines(): number;
 }
 
 export function createGroupCommitter(): GroupCommitter {
-  let pending: Pending[] = [];
-  let flushing = false;
+  /** Ops and replacements, in the order they came. */
+  let waiting: Array<Pending | Replacement> = [];
+  /** A flush or a replacement is running. */
+  let busy = false;
   let journalFd: number | undefined;
   let journalLines = 0;
   const dirFds = new Map<string, number>();
@@ -106,29 +129,68 @@ export function createGroupCommitter(): GroupCommitter {
     for (const p of renamed) p.resolve();
   }
 
+  function openJournal(path: string, lines: number): void {
+    const fd = fs.openSync(path, 'a');
+    if (journalFd !== undefined) fs.closeSync(journalFd);
+    journalFd = fd;
+    journalLines = lines;
+  }
+
+  /** Run a replacement. Reopened even after a failed write: the file may be new already. */
+  function replace(r: Replacement): void {
+    let lines = journalLines;
+    let error: unknown;
+    try {
+      lines = r.write();
+    } catch (e) {
+      error = e;
+    }
+    try {
+      openJournal(r.path, lines);
+    } catch (e) {
+      error ??= e;
+    }
+    if (error === undefined) r.resolve();
+    else r.reject(error as Error);
+  }
+
+  /** Start the next flush (the ops up to the next replacement), or the next replacement. */
   function kick(): void {
-    if (flushing || pending.length === 0) return;
-    flushing = true;
-    const batch = pending;
-    pending = [];
-    void flush(batch).finally(() => {
-      flushing = false;
+    const next = waiting[0];
+    if (busy || next === undefined) return;
+    busy = true;
+    const done = (): void => {
+      busy = false;
       kick();
-    });
+    };
+    if (!('op' in next)) {
+      waiting.shift();
+      // A turn of its own: the flushed ops' continuations (microtasks) have all run.
+      setImmediate(() => {
+        replace(next);
+        done();
+      });
+      return;
+    }
+    const batch: Pending[] = [];
+    for (const w of waiting) {
+      if (!('op' in w)) break;
+      batch.push(w);
+    }
+    waiting = waiting.slice(batch.length);
+    void flush(batch).finally(done);
+  }
+
+  /** Queue an op or a replacement. The kick waits a turn, so the ops of one turn share a flush. */
+  function enqueue(w: Pending | Replacement): void {
+    waiting.push(w);
+    if (waiting.length === 1) setImmediate(kick);
   }
 
   return {
-    commit(op) {
-      return new Promise<void>((resolve, reject) => {
-        pending.push({ op, resolve, reject });
-        if (pending.length === 1) setImmediate(kick);
-      });
-    },
-    setJournal(path, lines) {
-      if (journalFd !== undefined) fs.closeSync(journalFd);
-      journalFd = fs.openSync(path, 'a');
-      journalLines = lines;
-    },
+    commit: (op) => new Promise<void>((resolve, reject) => enqueue({ op, resolve, reject })),
+    openJournal,
+    replaceJournal: (path, write) => new Promise<void>((resolve, reject) => enqueue({ path, write, resolve, reject })),
     journalLines: () => journalLines,
   };
 }

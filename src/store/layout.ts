@@ -14,6 +14,11 @@ export interface RootLayout {
   configDir: string;
   mainConfig: string;
   queuesDir: string;
+  /** rq-mgr's pid file and RPC socket (spec/rq.md §1.3). */
+  mgrPidFile: string;
+  mgrSocket: string;
+  /** rq-mgr's log when it runs as a daemon. */
+  logFile: string;
 }
 
 export function rootLayout(root: string): RootLayout {
@@ -22,6 +27,9 @@ export function rootLayout(root: string): RootLayout {
     configDir: path.join(root, 'config'),
     mainConfig: path.join(root, 'config', 'config.json'),
     queuesDir: path.join(root, 'queues'),
+    mgrPidFile: path.join(root, 'config', 'queuemgr.pid'),
+    mgrSocket: path.join(root, 'config', 'queuemgr.sock'),
+    logFile: path.join(root, 'log', 'rq.log'),
   };
 }
 

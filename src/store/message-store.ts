@@ -4,9 +4,11 @@
  *
  * A message is `<state>/<id>/` holding `msg`, `status`, `pid`, `job/` and `attach/`
  * (spec/rq.md §1.9). A transition commits with one rename of that directory. Durable
- * transitions (`create`, `move`) go through the group committer: contents fsynced, then
- * the rename, then the parent directory fsynced. `claim` (que → run) is a bare rename,
- * because a crash before it is durable leaves the message in `que`, where it belongs.
+ * transitions (`create`, `enqueue`, `move`) go through the group committer: contents
+ * fsynced, then the rename, then the parent directory fsynced. Whatever enters `que`
+ * gets its line in the que index in the same flush, and its index entry is handed back.
+ * `claim` (que → run) is a bare rename, because a crash before it is durable leaves the
+ * message in `que`, where it belongs.
  *
  * Preconditions are the renames themselves: a missing source is ENOENT, which becomes
  * `RqError('RQ_NOT_IN_STATE')` and is never ignored.
@@ -19,7 +21,7 @@ import { parseMessage, type Message } from '../domain/message.js';
 import { HASHED_STATES, isLegalMove, type State } from '../domain/states.js';
 import type { GroupCommitter } from './group-commit.js';
 import type { QueueLayout } from './layout.js';
-import { entryFromMessage, journalLine } from './que-index.js';
+import { entryFromMessage, journalLine, type QueEntry } from './que-index.js';
 
 /** Content of a `status` file: `{"job_status": <text or null>}`. */
 export type JobStatus = string | null;
@@ -31,11 +33,19 @@ export interface MoveOptions {
   status?: JobStatus;
 }
 
+/** A new message, with its que index entry when it went straight to `que`. */
+export interface Created {
+  msg: Message;
+  entry?: QueEntry;
+}
+
 export interface MessageStore {
   /** Allocate an id, write `msg` and commit it to `prep` or straight to `que`. */
-  create(build: (shortId: string) => Message, to: 'prep' | 'que'): Promise<Message>;
-  /** A durable transition. `msg` must be given when `to` is `que` (it feeds the index). */
-  move(id: string, from: State, to: State, opts?: MoveOptions): Promise<void>;
+  create(build: (shortId: string) => Message, to: 'prep' | 'que'): Promise<Created>;
+  /** A durable move into `que`, saving `msg` (the index is made from it); returns the index entry. */
+  enqueue(id: string, from: 'prep' | 'run', opts: MoveOptions & { msg: Message }): Promise<QueEntry>;
+  /** A durable move into a final state. */
+  move(id: string, from: State, to: 'done' | 'relayed' | 'err', opts?: MoveOptions): Promise<void>;
   /** que → run, a bare rename (see above). */
   claim(id: string): void;
   remove(state: State, id: string): void;
@@ -45,19 +55,28 @@ export interface MessageStore {
   writeMsg(state: State, id: string, msg: Message): void;
   readStatus(state: State, id: string): { job_status: JobStatus } | undefined;
   writeStatus(state: State, id: string, status: JobStatus): void;
-  /** Entries of a flat state directory (prep, que, run, err), temp names excluded. */
+  /** Entries of a flat state directory (que, run, err), temp names excluded. */
   listFlat(state: State): string[];
+  /** The ids in `prep`, once the half-made allocations (`prep/_*`) a crash left are removed. */
+  sweepPrep(): string[];
   /**
-   * Ids in a hashed state, newest first (spec/rq.md §1.8), skipping the first `offset`
-   * and stopping at `limit`. Skipped minute directories are only counted, never sorted.
+   * Ids in a hashed state, newest first (spec/rq.md §1.8), from the `offset`th on, read
+   * lazily: a directory is listed when the walk reaches it, and a skipped minute
+   * directory is only counted, never sorted.
    */
-  listHashed(state: State, limit?: number, offset?: number): string[];
+  hashedIds(state: State, offset?: number): Iterable<string>;
   countHashed(state: State): number;
-  /** Remove half-made allocations (`prep/_*`) and temp files left by a crash. */
-  sweepTemp(): void;
 }
 
+/** Names at each level of a hashed tree: day, hour, minute, then message ids. */
 const LEVEL_RE = [/^\d{8}$/, /^\d\d$/, /^\d\d$/, /^\d\d/];
+
+/**
+ * Most messages in these states have no `status` file: a stat first is cheaper than the
+ * thrown ENOENT of a failed read (about 1 µs against 10). Elsewhere the file is almost
+ * always there, and the stat would only add a syscall.
+ */
+const STATUS_OFTEN_MISSING: ReadonlySet<State> = new Set(['prep', 'que']);
 
 function readdirOrEmpty(dir: string): string[] {
   try {
@@ -66,6 +85,21 @@ function readdirOrEmpty(dir: string): string[] {
     if (errnoCode(e) === 'ENOENT') return [];
     throw e;
   }
+}
+
+/** A name in a flat state directory that is a message, not a temp name. */
+function isMessageName(name: string): boolean {
+  return !name.startsWith('_') && !name.startsWith('.');
+}
+
+/** The id lists of a hashed tree's minute directories, newest minute first, unsorted. */
+function* minuteDirs(dir: string, level = 0): Generator<string[]> {
+  const names = readdirOrEmpty(dir).filter((n) => LEVEL_RE[level]!.test(n));
+  if (level === 3) {
+    yield names;
+    return;
+  }
+  for (const name of names.sort().reverse()) yield* minuteDirs(path.join(dir, name), level + 1);
 }
 
 function notInState(id: string, from: State, cause: unknown): RqError {
@@ -108,7 +142,46 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     }
   }
 
-  const store: MessageStore = {
+  /** The one durable move of a message directory; `journal` is its que index line. */
+  async function transfer(id: string, from: State, to: State, opts: MoveOptions, journal?: string): Promise<void> {
+    if (!isLegalMove(from, to)) throw new RqError('RQ_NOT_IN_STATE', `illegal move ${from} → ${to} for ${id}`);
+    const src = q.msgDir(from, id);
+    const dst = q.msgDir(to, id);
+    const fds: number[] = [];
+    const renames: Array<[string, string]> = [];
+    try {
+      if (opts.msg) {
+        fds.push(openForWrite(path.join(src, 'tmp'), JSON.stringify(opts.msg)));
+        renames.push([path.join(src, 'tmp'), path.join(src, 'msg')]);
+      }
+      if (opts.status !== undefined) {
+        fds.push(openForWrite(path.join(src, 'status.tmp'), JSON.stringify({ job_status: opts.status })));
+        renames.push([path.join(src, 'status.tmp'), path.join(src, 'status')]);
+      } else {
+        fds.push(...maybeOpen(path.join(src, 'status')));
+      }
+      if (from === 'prep') fds.push(...maybeOpen(path.join(src, 'attach')));
+    } catch (e) {
+      for (const fd of fds) fs.closeSync(fd);
+      throw notInState(id, from, e);
+    }
+    const syncDirs = HASHED_STATES.has(to) ? ensureHashedParent(dst) : [q.stateDir(to)];
+    if (renames.length > 0) syncDirs.push(dst);
+    renames.push([src, dst]);
+    try {
+      await committer.commit({ fsyncFds: fds, renames, syncDirs, ...(journal ? { journal } : {}) });
+    } catch (e) {
+      if (errnoCode(e) !== 'ENOENT') throw e;
+      if (fs.existsSync(src) && HASHED_STATES.has(to)) {
+        // The cleaner removed a hashed directory this process had made: make it again.
+        madeHashDirs.delete(path.dirname(dst));
+        return transfer(id, from, to, opts, journal);
+      }
+      throw notInState(id, from, e);
+    }
+  }
+
+  return {
     async create(build, to) {
       const ts = idTimestamp(new Date());
       const tmpDir = path.join(q.stateDir('prep'), `_${ts}.${process.pid}.${seq++}`);
@@ -125,54 +198,23 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
         fs.rmSync(tmpDir, { recursive: true, force: true });
         throw e;
       }
+      const entry = to === 'que' ? entryFromMessage(msg) : undefined;
       await committer.commit({
         fsyncFds: fds,
-        ...(to === 'que' ? { journal: journalLine(entryFromMessage(msg)) } : {}),
+        ...(entry ? { journal: journalLine(entry) } : {}),
         renames: [[tmpDir, q.msgDir(to, msg.msg_id)]],
         syncDirs: [q.stateDir(to)],
       });
-      return msg;
+      return entry ? { msg, entry } : { msg };
     },
 
-    async move(id, from, to, opts = {}) {
-      if (!isLegalMove(from, to)) throw new RqError('RQ_NOT_IN_STATE', `illegal move ${from} → ${to} for ${id}`);
-      if (to === 'que' && !opts.msg) throw new RqError('RQ_BAD_MESSAGE', `moving ${id} to que needs its message`);
-      const src = q.msgDir(from, id);
-      const dst = q.msgDir(to, id);
-      const fds: number[] = [];
-      const renames: Array<[string, string]> = [];
-      try {
-        if (opts.msg) {
-          fds.push(openForWrite(path.join(src, 'tmp'), JSON.stringify(opts.msg)));
-          renames.push([path.join(src, 'tmp'), path.join(src, 'msg')]);
-        }
-        if (opts.status !== undefined) {
-          fds.push(openForWrite(path.join(src, 'status.tmp'), JSON.stringify({ job_status: opts.status })));
-          renames.push([path.join(src, 'status.tmp'), path.join(src, 'status')]);
-        } else {
-          fds.push(...maybeOpen(path.join(src, 'status')));
-        }
-        if (from === 'prep') fds.push(...maybeOpen(path.join(src, 'attach')));
-      } catch (e) {
-        for (const fd of fds) fs.closeSync(fd);
-        throw notInState(id, from, e);
-      }
-      const syncDirs = HASHED_STATES.has(to) ? ensureHashedParent(dst) : [q.stateDir(to)];
-      if (renames.length > 0) syncDirs.push(dst);
-      renames.push([src, dst]);
-      const journal = to === 'que' && opts.msg ? journalLine(entryFromMessage(opts.msg)) : undefined;
-      try {
-        await committer.commit({ fsyncFds: fds, renames, syncDirs, ...(journal ? { journal } : {}) });
-      } catch (e) {
-        if (errnoCode(e) !== 'ENOENT') throw e;
-        if (fs.existsSync(src) && HASHED_STATES.has(to)) {
-          // The cleaner removed a hashed directory this process had made: make it again.
-          madeHashDirs.delete(path.dirname(dst));
-          return store.move(id, from, to, opts);
-        }
-        throw notInState(id, from, e);
-      }
+    async enqueue(id, from, opts) {
+      const entry = entryFromMessage(opts.msg);
+      await transfer(id, from, 'que', opts, journalLine(entry));
+      return entry;
     },
+
+    move: (id, from, to, opts = {}) => transfer(id, from, to, opts),
 
     claim(id) {
       try {
@@ -209,8 +251,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
 
     readStatus(state, id) {
       const file = path.join(q.msgDir(state, id), 'status');
-      // Most waiting messages have no status file; a failed open costs a thrown error (4x a stat).
-      if (!fs.existsSync(file)) return undefined;
+      if (STATUS_OFTEN_MISSING.has(state) && !fs.existsSync(file)) return undefined;
       try {
         const v = JSON.parse(fs.readFileSync(file, 'utf8')) as { job_status?: unknown };
         return { job_status: typeof v.job_status === 'string' ? v.job_status : null };
@@ -226,51 +267,33 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     },
 
     listFlat(state) {
-      return readdirOrEmpty(q.stateDir(state)).filter((n) => !n.startsWith('_') && !n.startsWith('.'));
+      return readdirOrEmpty(q.stateDir(state)).filter(isMessageName);
     },
 
-    listHashed(state, limit = Infinity, offset = 0) {
-      const out: string[] = [];
+    sweepPrep() {
+      const dir = q.stateDir('prep');
+      const names = readdirOrEmpty(dir);
+      for (const name of names) if (name.startsWith('_')) fs.rmSync(path.join(dir, name), { recursive: true, force: true });
+      return names.filter(isMessageName);
+    },
+
+    *hashedIds(state, offset = 0) {
       let skip = offset;
-      const walk = (dir: string, level: number): void => {
-        const names = readdirOrEmpty(dir).filter((n) => LEVEL_RE[level]!.test(n));
-        if (level === 3 && skip >= names.length) {
-          skip -= names.length;
-          return;
+      for (const ids of minuteDirs(q.stateDir(state))) {
+        if (skip >= ids.length) {
+          skip -= ids.length;
+          continue;
         }
-        names.sort().reverse();
-        if (level === 3) {
-          for (let i = skip; i < names.length && out.length < limit; i++) out.push(names[i]!);
-          skip = 0;
-          return;
-        }
-        for (const name of names) {
-          if (out.length >= limit) return;
-          walk(path.join(dir, name), level + 1);
-        }
-      };
-      walk(q.stateDir(state), 0);
-      return out;
+        ids.sort().reverse();
+        for (let i = skip; i < ids.length; i++) yield ids[i]!;
+        skip = 0;
+      }
     },
 
     countHashed(state) {
       let n = 0;
-      const walk = (dir: string, level: number): void => {
-        for (const name of readdirOrEmpty(dir)) {
-          if (!LEVEL_RE[level]!.test(name)) continue;
-          if (level === 3) n++;
-          else walk(path.join(dir, name), level + 1);
-        }
-      };
-      walk(q.stateDir(state), 0);
+      for (const ids of minuteDirs(q.stateDir(state))) n += ids.length;
       return n;
     },
-
-    sweepTemp() {
-      for (const name of readdirOrEmpty(q.stateDir('prep'))) {
-        if (name.startsWith('_')) fs.rmSync(path.join(q.stateDir('prep'), name), { recursive: true, force: true });
-      }
-    },
   };
-  return store;
 }

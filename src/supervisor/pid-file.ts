@@ -5,10 +5,13 @@
  * (503 while rq-mgr is down, spec/rq.md §7.1; the pid column of the dashboard).
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import type { RootLayout } from '../store/layout.js';
 
-/** The pid in `file` if that process is alive and its command line contains `command`. */
+/**
+ * The pid in `file` if that process is alive and its command line contains `command`.
+ * `/proc/<pid>/cmdline` is the whole test: it is missing for a dead pid and empty for a
+ * zombie, and readable for another user's process (where kill(pid, 0) says EPERM).
+ */
 export function livePid(file: string, command: string): number | undefined {
   let pid: number;
   try {
@@ -18,7 +21,6 @@ export function livePid(file: string, command: string): number | undefined {
   }
   if (!Number.isInteger(pid) || pid <= 0) return undefined;
   try {
-    process.kill(pid, 0);
     return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(command) ? pid : undefined;
   } catch {
     return undefined;
@@ -27,5 +29,5 @@ export function livePid(file: string, command: string): number | undefined {
 
 /** The pid in config/queuemgr.pid if that process is alive and is rq-mgr. */
 export function runningPid(root: RootLayout): number | undefined {
-  return livePid(path.join(root.configDir, 'queuemgr.pid'), 'rq-mgr');
+  return livePid(root.mgrPidFile, 'rq-mgr');
 }

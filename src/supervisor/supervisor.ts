@@ -24,22 +24,23 @@ import { normaliseQueueConfig, serialiseQueueConfig } from '../domain/queue-conf
 import { rubyToI } from '../domain/ruby.js';
 import { createRpcServer, rpcCall } from '../client/rpc.js';
 import type { Logger } from '../lib/logger.js';
-import { PACKAGE_ROOT } from '../lib/install-root.js';
+import { QUEUE_MAIN, WEB_MAIN } from '../lib/install-root.js';
 import { writeFileDurably } from '../store/atomic.js';
 import { ensureQueueDirs, queueLayout, type RootLayout } from '../store/layout.js';
 import { RQ_VERSION } from '../queue/queue-engine.js';
+import { readLinkedConfig } from '../store/config-files.js';
 import { isRunnable, resolveScript } from '../worker/runner.js';
 
-const QUEUE_MAIN = path.join(PACKAGE_ROOT, 'dist/src/queue/queue-main.js');
-const WEB_MAIN = path.join(PACKAGE_ROOT, 'dist/src/web/web-main.js');
-
-/** RQ gives up on a queue after this many unexpected deaths (the counter never decays). */
-export const MAX_RESTARTS = 10;
+/**
+ * RQ restarts a queue after up to this many unexpected deaths and gives up at the next one
+ * (spec/rq.md §4.2: counter > 10); the counter never decays.
+ */
+const MAX_RESTARTS = 10;
 /**
  * Backoff before restart number n: base × 2^(n-1), at most 50 × base (5 s for the
  * default base of 100 ms; `RQ_RESTART_BACKOFF_MS` sets the base, and the tests make it small).
  */
-export function restartDelayMs(n: number, baseMs = Number(process.env['RQ_RESTART_BACKOFF_MS'] ?? 100)): number {
+function restartDelayMs(n: number, baseMs = Number(process.env['RQ_RESTART_BACKOFF_MS'] ?? 100)): number {
   return Math.min(baseMs * 2 ** Math.max(n - 1, 0), 50 * baseMs);
 }
 
@@ -53,10 +54,11 @@ interface QueueProc {
   restarts: number;
   /** Processes started after an unexpected death, since rq-mgr started (never reset). */
   autoRestarts: number;
-  exited?: Promise<void>;
+  /** Resolves when the current child has exited (at once when there is none). */
+  exited: Promise<void>;
 }
 
-export interface SupervisorOptions {
+interface SupervisorOptions {
   root: RootLayout;
   log: Logger;
   /** Where children's log lines go (the same place as rq-mgr's own). */
@@ -69,7 +71,7 @@ export class Supervisor {
   private readonly o: SupervisorOptions;
   private readonly queues = new Map<string, QueueProc>();
   /** `restarts`: the web process's unexpected deaths, each followed by a restart; never reset. */
-  private web: { child: ChildProcess | undefined; restarts: number; stopping: boolean } = { child: undefined, restarts: 0, stopping: false };
+  private web: { child: ChildProcess | undefined; restarts: number } = { child: undefined, restarts: 0 };
   private readonly startedAt = Date.now();
   private server = createRpcServer(async (command, argument) => JSON.stringify(await this.command(command, argument)));
   private shuttingDown: Promise<void> | undefined;
@@ -78,27 +80,20 @@ export class Supervisor {
     this.o = o;
   }
 
-  get pidFile(): string {
-    return path.join(this.o.root.configDir, 'queuemgr.pid');
-  }
-
-  get socket(): string {
-    return path.join(this.o.root.configDir, 'queuemgr.sock');
-  }
-
   /**
    * §4.2 start-up: pid file, one process per queue directory, the web process, then the
    * socket. The socket opens last, so `rq-mgr start` (which waits for it) returns only
    * when the queues answer and the web listens.
    */
   async start(): Promise<void> {
-    fs.writeFileSync(this.pidFile, `${process.pid}\n`);
+    const { mgrPidFile, mgrSocket } = this.o.root;
+    fs.writeFileSync(mgrPidFile, `${process.pid}\n`);
     await Promise.all(this.discover().map((name) => this.startQueue(name)));
     await this.startWeb();
-    fs.rmSync(this.socket, { force: true });
+    fs.rmSync(mgrSocket, { force: true });
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(this.socket, resolve);
+      this.server.listen(mgrSocket, resolve);
     });
     this.o.log.info({ queues: [...this.queues.keys()] }, 'rq-mgr started');
   }
@@ -111,7 +106,7 @@ export class Supervisor {
     } catch {
       return [];
     }
-    return names.filter((n) => isValidQueueName(n) && isReadable(path.join(this.o.root.queuesDir, n, 'config.json')));
+    return names.filter((n) => isValidQueueName(n) && isReadable(queueLayout(this.o.root, n).configFile));
   }
 
   private spawnChild(entry: string, args: string[], tag: Record<string, unknown>): ChildProcess {
@@ -132,7 +127,7 @@ export class Supervisor {
 
   /** Spawn a queue process and wait up to 1 s for it to answer ping (§4.2). */
   private async startQueue(name: string, proc?: QueueProc): Promise<void> {
-    const p: QueueProc = proc ?? { name, mark: 'RUNNING', child: undefined, restarts: 0, autoRestarts: 0 };
+    const p: QueueProc = proc ?? { name, mark: 'RUNNING', child: undefined, exited: Promise.resolve(), restarts: 0, autoRestarts: 0 };
     p.mark = 'RUNNING';
     this.queues.set(name, p);
     const child = this.spawnChild(QUEUE_MAIN, [name], { queue: name });
@@ -176,7 +171,7 @@ export class Supervisor {
         return;
       }
       case 'DELETE': {
-        const dir = path.join(this.o.root.queuesDir, p.name);
+        const { dir } = queueLayout(this.o.root, p.name);
         try {
           const ino = fs.statSync(dir).ino;
           fs.renameSync(dir, `${dir}.deleted.${ino}`);
@@ -189,8 +184,6 @@ export class Supervisor {
       }
       case 'SHUTDOWN':
         this.queues.delete(p.name);
-        break;
-      case 'ERROR':
         break;
     }
   }
@@ -212,7 +205,7 @@ export class Supervisor {
     child.once('exit', (code, signal) => {
       if (this.web.child !== child) return;
       this.web.child = undefined;
-      if (this.web.stopping || this.shuttingDown) return;
+      if (this.shuttingDown) return;
       this.web.restarts++;
       const delay = restartDelayMs(this.web.restarts);
       this.o.log.error({ component: 'web', code, signal, delay_ms: delay }, 'web process died; restarting');
@@ -227,22 +220,21 @@ export class Supervisor {
       this.o.log.info('rq-mgr shutting down');
       const waits: Array<Promise<void>> = [];
       for (const p of this.queues.values()) {
-        if (p.mark === 'ERROR' || !p.child) continue;
+        if (!p.child) continue;
         p.mark = 'SHUTDOWN';
         p.child.kill('SIGTERM');
-        if (p.exited) waits.push(p.exited);
+        waits.push(p.exited);
       }
       await Promise.all(waits);
       const web = this.web.child;
       if (web && web.exitCode === null) {
-        this.web.stopping = true;
         const gone = new Promise((r) => web.once('exit', r));
         web.kill('SIGTERM');
         await gone;
       }
       await new Promise<void>((resolve) => this.server.close(() => resolve()));
-      fs.rmSync(this.socket, { force: true });
-      fs.rmSync(this.pidFile, { force: true });
+      fs.rmSync(this.o.root.mgrSocket, { force: true });
+      fs.rmSync(this.o.root.mgrPidFile, { force: true });
       this.o.log.info('rq-mgr stopped');
     })();
     return this.shuttingDown;
@@ -252,7 +244,7 @@ export class Supervisor {
   reload(): void {
     for (const p of this.queues.values()) {
       if (!p.child) continue;
-      if (isReadable(path.join(this.o.root.queuesDir, p.name, 'config.json'))) p.child.kill('SIGHUP');
+      if (isReadable(queueLayout(this.o.root, p.name).configFile)) p.child.kill('SIGHUP');
       else {
         p.mark = 'SHUTDOWN';
         p.child.kill('SIGTERM');
@@ -312,7 +304,8 @@ export class Supervisor {
   }
 
   private adminFlag(command: string, name: string): unknown {
-    if (!isValidQueueName(name) || !this.queues.has(name)) return ['fail', 'invalid queue name'];
+    // this.queues holds valid names only, so no name from the socket reaches a path unchecked.
+    if (!this.queues.has(name)) return ['fail', 'invalid queue name'];
     const q = queueLayout(this.o.root, name);
     try {
       if (command === 'down_queue') fs.writeFileSync(q.downFlag, '');
@@ -327,7 +320,7 @@ export class Supervisor {
 
   private async restartQueue(name: string): Promise<unknown> {
     const p = this.queues.get(name);
-    if (!isValidQueueName(name) || !p) return ['fail', 'no such queue'];
+    if (!p) return ['fail', 'no such queue'];
     if (p.child) {
       const exited = p.exited;
       p.mark = 'SHUTDOWN';
@@ -352,49 +345,54 @@ export class Supervisor {
     if (typeof name === 'string' && this.isTaken(name)) return ['fail', 'already created'];
     if (!isValidQueueName(name)) return ['fail', 'queue name has invalid characters'];
     const config = normaliseQueueConfig(raw);
-    const scriptProblem = this.scriptProblem(config.script);
-    if (scriptProblem) return ['fail', scriptProblem];
-    const q = queueLayout(this.o.root, name);
-    try {
-      ensureQueueDirs(q);
-      writeFileDurably(q.configFile, serialiseQueueConfig(config));
-    } catch (e) {
-      this.o.log.error({ queue: name, err: coerceError(e).message }, 'queue not created');
-      return ['fail', 'queue not created'];
-    }
-    await this.startQueue(name);
-    this.o.log.info({ queue: name }, 'queue created');
-    return ['success', 'queue created - awesome'];
+    return this.provision(name, config.script, (configFile) => writeFileDurably(configFile, serialiseQueueConfig(config)));
   }
 
-  /** create_queue_link: validate the file in RQ's order (§1.5), then link config.json to it. */
+  /**
+   * create_queue_link: read the file (inside the root, a regular file of at most 1 MiB,
+   * without blocking), validate it in RQ's order (§1.5), then link config.json to it.
+   */
   private async createQueueLink(argument: string): Promise<unknown> {
-    const file = path.resolve(this.o.root.root, argument);
+    const unreadable = (why: string): unknown => ['fail', `could not read queue config [ ${argument} ]: ${why}`];
     let raw: unknown;
     try {
-      raw = JSON.parse(fs.readFileSync(file, 'utf8'));
+      raw = JSON.parse(await readLinkedConfig(this.o.root.root, argument));
     } catch (e) {
-      return ['fail', `could not read queue config [ ${argument} ]: ${coerceError(e).message}`];
+      return unreadable(coerceError(e).message);
     }
-    if (!isPlainObject(raw)) return ['fail', `could not read queue config [ ${argument} ]: not a JSON object`];
+    if (!isPlainObject(raw)) return unreadable('not a JSON object');
     const fail = validateLinkedConfig(raw);
     if (fail) return ['fail', fail];
     const name = raw['name'] as string;
     if (this.isTaken(name)) return ['fail', 'queue is already running'];
     if (!isValidQueueName(name)) return ['fail', 'queue name has invalid characters'];
-    const scriptProblem = this.scriptProblem(raw['script'] as string);
+    const file = path.resolve(this.o.root.root, argument);
+    return this.provision(name, raw['script'] as string, (configFile) => fs.symlinkSync(fs.realpathSync(file), configFile), { config: file });
+  }
+
+  /**
+   * The common tail of queue creation: refuse a script that cannot run, make the queue's
+   * directories, put its config.json in place with `writeConfig`, start its process.
+   */
+  private async provision(name: string, script: string, writeConfig: (configFile: string) => void, how: Record<string, string> = {}): Promise<unknown> {
+    const scriptProblem = this.scriptProblem(script);
     if (scriptProblem) return ['fail', scriptProblem];
     const q = queueLayout(this.o.root, name);
-    ensureQueueDirs(q);
-    fs.symlinkSync(fs.realpathSync(file), q.configFile);
+    try {
+      ensureQueueDirs(q);
+      writeConfig(q.configFile);
+    } catch (e) {
+      this.o.log.error({ queue: name, err: coerceError(e).message }, 'queue not created');
+      return ['fail', 'queue not created'];
+    }
     await this.startQueue(name);
-    this.o.log.info({ queue: name, config: file }, 'queue created by link');
+    this.o.log.info({ queue: name, ...how }, 'queue created');
     return ['success', 'queue created - awesome'];
   }
 
   /** A queue of this name runs, or its directory exists (perhaps left by hand). */
   private isTaken(name: string): boolean {
-    return this.queues.has(name) || (isValidQueueName(name) && fs.existsSync(path.join(this.o.root.queuesDir, name)));
+    return this.queues.has(name) || (isValidQueueName(name) && fs.existsSync(queueLayout(this.o.root, name).dir));
   }
 
   /**
@@ -408,7 +406,7 @@ export class Supervisor {
 
   private deleteQueue(name: string): unknown {
     const p = this.queues.get(name);
-    if (!isValidQueueName(name) || !p) return ['fail', 'no such queue'];
+    if (!p) return ['fail', 'no such queue'];
     p.mark = 'DELETE';
     if (p.child) p.child.kill('SIGTERM');
     else this.handleGone(p, null, null);
@@ -417,7 +415,7 @@ export class Supervisor {
 }
 
 /** The checks of a config given by link, in RQ's order (§1.5); undefined when valid. */
-export function validateLinkedConfig(raw: Record<string, unknown>): string | undefined {
+function validateLinkedConfig(raw: Record<string, unknown>): string | undefined {
   const size = (v: unknown): number => (typeof v === 'string' || Array.isArray(v) ? v.length : isPlainObject(v) ? Object.keys(v).length : 0);
   if (!('name' in raw)) return 'json config is missing name field';
   if (size(raw['name']) < 1 || size(raw['name']) > 128) return 'json config has invalid name (size)';

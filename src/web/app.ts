@@ -7,7 +7,6 @@
  *
  * The web only reads message files and logs; every change goes through an RPC.
  */
-import os from 'node:os';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { RqError, coerceError } from '../domain/errors.js';
 import type { MainConfig } from '../domain/main-config.js';
@@ -26,7 +25,7 @@ import { queueRoutes } from './routes/queues.js';
 import { bodyOf, statusOf, webError } from './web-errors.js';
 
 /** urlencoded and JSON bodies are held in memory up to this; RPC payloads must stay < 100 MB (§10.3). */
-export const BODY_LIMIT = 64 * 1024 * 1024;
+const BODY_LIMIT = 64 * 1024 * 1024;
 
 export interface AppDeps {
   root: RootLayout;
@@ -46,7 +45,7 @@ function bodyParserError(err: unknown): RqError | undefined {
 export function createApp(deps: AppDeps): Express {
   const { root, config, log } = deps;
   const gw = createGateway(root);
-  const ctx: WebContext = { config, gw, respond: createResponder(config), log, tmpdir: () => process.env['TMPDIR'] ?? os.tmpdir() };
+  const ctx: WebContext = { config, gw, respond: createResponder(config), log };
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -58,7 +57,7 @@ export function createApp(deps: AppDeps): Express {
   const urlencoded = { extended: true, limit: BODY_LIMIT, parameterLimit: 10_000, depth: 8 };
   app.use(express.urlencoded(urlencoded));
   app.use(express.json({ limit: BODY_LIMIT, strict: false }));
-  app.use(multipart(ctx.tmpdir));
+  app.use(multipart());
   app.use(opsRoutes(ctx));
   app.use(requireMgr(gw));
   app.use(queueRoutes(ctx), fileRoutes(ctx), messageRoutes(ctx));

@@ -12,6 +12,4 @@ export interface WebContext {
   gw: Gateway;
   respond: Responder;
   log: Logger;
-  /** The upload temp directory (`tmpdir` of the config, else the OS's). */
-  tmpdir: () => string;
 }

@@ -2,36 +2,37 @@
  * The web process's only way to change or ask anything: RPC to rq-mgr's socket and to
  * the queues' sockets (ARCHITECTURE.md: the web never renames or writes message files).
  * It also owns the questions answered from the disk without a process: does a queue
- * exist, is rq-mgr alive, is the host in router mode (spec/rq.md §7.6). Queue names are
- * checked here, before any path is built from them.
+ * exist, which process is rq-mgr, is the host in router mode (spec/rq.md §7.6). Queue
+ * names are checked here, before any path is built from them.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { rpcCall } from '../client/rpc.js';
-import { isValidQueueName } from '../domain/names.js';
+import { BUILTIN_QUEUES, isValidQueueName } from '../domain/names.js';
 import { queueLayout, type QueueLayout, type RootLayout } from '../store/layout.js';
 import { runningPid } from '../supervisor/pid-file.js';
+import { PROBE_TIMEOUT_MS } from './queue-info.js';
 import { webError } from './web-errors.js';
-
-/** Queues rq ships; the dashboard lists them after the custom ones (spec/rq.md §7.3). */
-export const BUILTIN_QUEUES = new Set(['relay', 'webhook', 'cleaner', 'rq_router']);
-
-export type Reply = unknown;
 
 export interface Gateway {
   root: RootLayout;
   /** rq-mgr's RPC; null when it does not answer (within `timeoutMs`, default 10 s). */
-  mgr(command: string, arg?: unknown, timeoutMs?: number): Promise<Reply>;
+  mgr(command: string, arg?: unknown, timeoutMs?: number): Promise<unknown>;
   /** A queue's RPC; null when its process does not answer. */
-  queue(name: string, command: string, arg?: unknown, timeoutMs?: number): Promise<Reply>;
+  queue(name: string, command: string, arg?: unknown, timeoutMs?: number): Promise<unknown>;
   /** The queue that serves message routes for `name` (router mode, §7.6). */
   routed(name: string): string;
   /** The layout of an existing queue; a 404 `Queue not found` error otherwise. */
   existing(name: string): QueueLayout;
-  /** Is rq-mgr running (`config/queuemgr.pid` names a live process)? */
-  mgrAlive(): boolean;
+  /** rq-mgr's pid when `config/queuemgr.pid` names a live rq-mgr; undefined otherwise. */
+  mgrPid(): number | undefined;
   /** Every queue rq-mgr knows, custom ones sorted then builtin ones sorted; null if rq-mgr is down. */
   queueNames(): Promise<string[] | null>;
+}
+
+/** Is `name` one of the queues rq ships (listed after the custom ones, spec/rq.md §7.3)? */
+export function isBuiltinQueue(name: string): boolean {
+  return (BUILTIN_QUEUES as readonly string[]).includes(name);
 }
 
 /** The argument of an RPC: strings go bare (rq-mgr's queue-name commands), the rest as JSON. */
@@ -41,11 +42,10 @@ function encodeArg(arg: unknown): string {
 }
 
 export function createGateway(root: RootLayout): Gateway {
-  const mgrSocket = path.join(root.configDir, 'queuemgr.sock');
   const routerRules = path.join(root.configDir, 'rq_router_rules.rb');
   return {
     root,
-    mgr: (command, arg, timeoutMs = 10_000) => rpcCall(mgrSocket, command, encodeArg(arg), timeoutMs),
+    mgr: (command, arg, timeoutMs = 10_000) => rpcCall(root.mgrSocket, command, encodeArg(arg), timeoutMs),
     queue: (name, command, arg, timeoutMs = 10_000) => {
       if (!isValidQueueName(name)) return Promise.resolve(null);
       return rpcCall(queueLayout(root, name).socket, command, encodeArg(arg), timeoutMs);
@@ -62,12 +62,12 @@ export function createGateway(root: RootLayout): Gateway {
       }
       throw webError('RQ_QUEUE_NOT_FOUND', 'Queue not found');
     },
-    mgrAlive: () => runningPid(root) !== undefined,
+    mgrPid: () => runningPid(root),
     async queueNames() {
-      const names = await rpcCall(mgrSocket, 'queues', '', 2_000);
+      const names = await rpcCall(root.mgrSocket, 'queues', '', PROBE_TIMEOUT_MS);
       if (!Array.isArray(names)) return null;
       const list = [...new Set(names.filter((n): n is string => typeof n === 'string'))];
-      return [...list.filter((n) => !BUILTIN_QUEUES.has(n)).sort(), ...list.filter((n) => BUILTIN_QUEUES.has(n)).sort()];
+      return [...list.filter((n) => !isBuiltinQueue(n)).sort(), ...list.filter(isBuiltinQueue).sort()];
     },
   };
 }

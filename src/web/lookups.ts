@@ -3,9 +3,10 @@
  * grammar before anything else (spec/rq.md §10.2), the queue is resolved through router
  * mode (§7.6), and a failed RPC is RQ's 404 `Message ID not found`. The message
  * directory comes from the queue's own answer (`get_message_status` path), never from a
- * path built out of the request. `isOk` is the one test of a reply's success.
+ * path built out of the request.
  */
 import path from 'node:path';
+import { isOk } from '../client/rpc.js';
 import { isSafeId, parseFullId } from '../domain/ids.js';
 import type { State } from '../domain/states.js';
 import type { Gateway } from './gateway.js';
@@ -19,11 +20,6 @@ export interface MessageLocation {
   status: string;
   /** Absolute directory of the message. */
   dir: string;
-}
-
-/** An RPC reply that says `ok` (`["ok", value]`); anything else, no reply included, is not. */
-export function isOk(reply: unknown): reply is ['ok', unknown] {
-  return Array.isArray(reply) && reply[0] === 'ok';
 }
 
 /** A `:msg_id` path parameter (short id, or full id) as a short id; 404 if it is not one. */
@@ -59,11 +55,11 @@ export async function locateMessage(gw: Gateway, name: string, raw: string): Pro
   return loc;
 }
 
-/** The read view of a message (§1.10) from `get_message`, or a 404. */
-export async function messageView(gw: Gateway, name: string, raw: string): Promise<Record<string, unknown>> {
+/** The checked short id and the read view of a message (§1.10) from `get_message`, or a 404. */
+export async function messageView(gw: Gateway, name: string, raw: string): Promise<{ id: string; view: Record<string, unknown> }> {
   gw.existing(name);
   const id = checkMsgId(raw);
   const reply = await gw.queue(gw.routed(name), 'get_message', { msg_id: id });
   if (!isOk(reply)) throw webError('RQ_NOT_FOUND', 'Message ID not found');
-  return reply[1] as Record<string, unknown>;
+  return { id, view: reply[1] as Record<string, unknown> };
 }

@@ -3,16 +3,17 @@
  * nest (`a[b][]=v`, parsed by qs), both urlencoded and multipart bodies are read, and a
  * path parameter overrides a query or form parameter of the same name.
  *
- * Multipart bodies are parsed by busboy. Every file part streams to its own temp file in
- * the config's `tmpdir` (`RackMultipart-*`, as RQ named them); the queue hard-links what
- * it keeps. A route removes the temp files before it replies (removeUploads); whatever
- * happened, they are removed when the response is over. A bad multipart body, a limit
- * hit, a temp file that cannot be written, or a client that goes away mid-body stops
- * busboy, closes every temp file and removes it (before the error reply): no fd and no
- * disk space stay behind. Bad multipart is a 400, a temp file that cannot be written a 500.
+ * Multipart bodies are parsed by busboy. Every file part streams to its own temp file
+ * (`RackMultipart-*`, as RQ named them) in os.tmpdir(), which is the config's `tmpdir`:
+ * rq-mgr passes it to the web as TMPDIR. The queue hard-links what it keeps. A route
+ * removes the temp files before it replies (removeUploads); whatever happened, they are
+ * removed when the response is over. A bad multipart body, a limit hit, a temp file
+ * that cannot be written, or a client that goes away mid-body stops busboy, closes every
+ * temp file and removes it (before the error reply): no fd and no disk space stay behind. Bad multipart is a 400, a temp file that cannot be written a 500.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
@@ -88,7 +89,7 @@ function tempFiles(): { add(file: string, out: fs.WriteStream): void; remove(): 
 }
 
 /** Parse a multipart/form-data body into `req.body` (fields) and `uploads(res)` (files). */
-export function multipart(tmpdir: () => string): RequestHandler {
+export function multipart(): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     if (!req.is('multipart/form-data')) {
       next();
@@ -148,7 +149,7 @@ export function multipart(tmpdir: () => string): RequestHandler {
       fields.push([name, value]);
     });
     bb.on('file', (name, stream, info) => {
-      const tmp = path.join(tmpdir(), `RackMultipart-${crypto.randomUUID()}`);
+      const tmp = path.join(os.tmpdir(), `RackMultipart-${crypto.randomUUID()}`);
       const out = fs.createWriteStream(tmp, { flags: 'wx', mode: 0o600 });
       temps.add(tmp, out);
       // Handled at once: an open or write failure (ENOSPC, EMFILE, no tmpdir) is a 500, never an unhandled rejection.

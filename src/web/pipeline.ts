@@ -10,6 +10,7 @@ import type { MainConfig } from '../domain/main-config.js';
 import { takeFlash } from './flash.js';
 import type { Gateway } from './gateway.js';
 import type { PageContext } from './render.js';
+import { webError } from './web-errors.js';
 
 /**
  * Scripts only from our own files. Style attributes are allowed for the ANSI colours
@@ -168,10 +169,20 @@ export function pageSetup(config: MainConfig): RequestHandler {
   };
 }
 
-/** §7.1 step 6: `503 - QueueMgr not running` when rq-mgr's pid is not alive. */
+/** §7.1 step 6: `503 - QueueMgr not running` when rq-mgr's pid is not alive; else its pid for the route (mgrPidOf). */
 export function requireMgr(gw: Gateway): RequestHandler {
   return (_req: Request, res: Response, next: NextFunction) => {
-    if (gw.mgrAlive()) next();
-    else res.status(503).type('text/html; charset=utf-8').send('503 - QueueMgr not running');
+    const pid = gw.mgrPid();
+    if (pid === undefined) {
+      next(webError('RQ_QUEUE_DOWN', 'QueueMgr not running'));
+      return;
+    }
+    res.locals['mgrPid'] = pid;
+    next();
   };
+}
+
+/** rq-mgr's pid as requireMgr found it. */
+export function mgrPidOf(res: Response): number {
+  return res.locals['mgrPid'] as number;
 }

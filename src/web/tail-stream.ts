@@ -16,8 +16,8 @@
  * line, sends `event: end` with the final state and closes. A client that goes away
  * stops its watcher and closes its fd at once.
  *
- * Limits: at most 256 live tails at once (RQ_WEB_MAX_TAILS, read at web start, sets
- * another number) and 32 per message; beyond them the reply is a 503 that says so. A
+ * Limits: at most 256 live tails at once (RQ_WEB_MAX_TAILS, read at web start, lowers
+ * it) and 32 per message; beyond them the reply is a 503 that says so. A
  * stream of a message that waits in prep or que with nothing new for 10 minutes is
  * closed without `event: end` (after `retry: 30000`): the EventSource reconnects.
  *
@@ -48,7 +48,7 @@ const MAX_LINE_BYTES = 64 * 1024;
 const POLL_MS = 1000;
 /** A comment goes out when nothing else did for this long, in ms. */
 const HEARTBEAT_MS = 15_000;
-/** Live tails open at once, all together; RQ_WEB_MAX_TAILS (read once, at web start) sets another number. */
+/** Live tails open at once, all together; RQ_WEB_MAX_TAILS (read once, at web start) lowers it. */
 const MAX_TAILS = 256;
 /** Live tails of one message open at once (never more than the total). */
 const MAX_TAILS_PER_MESSAGE = 32;
@@ -88,13 +88,14 @@ export interface TailLimits {
   perMessage: number;
 }
 
-/** The caps: RQ_WEB_MAX_TAILS (a positive integer) when set, else 256; per message at most 32. */
+/** The caps: 256 at once, or RQ_WEB_MAX_TAILS (a positive integer) when it is lower; per message at most 32. */
 export function tailLimits(env: NodeJS.ProcessEnv, log: Logger): TailLimits {
   const raw = env['RQ_WEB_MAX_TAILS'];
   let total = MAX_TAILS;
   if (raw !== undefined && raw !== '') {
-    if (/^[1-9]\d{0,5}$/.test(raw)) total = Number(raw);
-    else log.warn({ RQ_WEB_MAX_TAILS: raw }, `RQ_WEB_MAX_TAILS must be a positive integer: using ${MAX_TAILS}`);
+    if (!/^[1-9]\d*$/.test(raw)) log.warn({ RQ_WEB_MAX_TAILS: raw }, `RQ_WEB_MAX_TAILS must be a positive integer: using ${MAX_TAILS}`);
+    else if (Number(raw) > MAX_TAILS) log.warn({ RQ_WEB_MAX_TAILS: raw }, `RQ_WEB_MAX_TAILS can only lower the cap: using ${MAX_TAILS}`);
+    else total = Number(raw);
   }
   return { total, perMessage: Math.min(MAX_TAILS_PER_MESSAGE, total) };
 }

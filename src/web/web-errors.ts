@@ -8,7 +8,7 @@
  */
 import { RqError, type ErrorCode } from '../domain/errors.js';
 
-export const HTTP_STATUS = {
+const HTTP_STATUS = {
   RQ_NOT_FOUND: 404,
   RQ_QUEUE_NOT_FOUND: 404,
   RQ_NOT_IN_STATE: 409,

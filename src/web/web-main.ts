@@ -2,11 +2,10 @@
  * The web process: `node dist/src/web/web-main.js`, started by rq-mgr. It listens on the
  * config's `addr:port` and exits when rq-mgr goes away (its IPC channel closes) or on TERM.
  */
-import fs from 'node:fs';
-import { coerceError } from '../domain/errors.js';
-import { parseMainConfig } from '../domain/main-config.js';
+import { explain } from '../domain/errors.js';
 import { installRoot } from '../lib/install-root.js';
 import { createLogger } from '../lib/logger.js';
+import { readMainConfig } from '../store/config-files.js';
 import { rootLayout } from '../store/layout.js';
 import { createApp } from './app.js';
 
@@ -22,9 +21,9 @@ function exit(code: number): never {
 
 let config;
 try {
-  config = parseMainConfig(fs.readFileSync(root.mainConfig, 'utf8'));
+  config = readMainConfig(root);
 } catch (e) {
-  log.fatal({ err: coerceError(e).message }, 'Bad config file. Exiting');
+  log.fatal({ err: explain(e) }, 'Bad config file. Exiting');
   exit(1);
 }
 const port = Number(config.port);

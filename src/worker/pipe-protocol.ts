@@ -11,7 +11,8 @@
 import { StringDecoder } from 'node:string_decoder';
 import { rubyToI } from '../domain/ruby.js';
 
-export const PIPE_WORDS = {
+/** The wire words; `run`, like any line that is none of the others, is progress. */
+const PIPE_WORDS = {
   RUN: 'run',
   DONE: 'done',
   ERR: 'err',
@@ -64,6 +65,7 @@ export function parseLine(line: string): WorkerReport {
       const [delay = '', flag = '', ...rest] = (text ?? '').split('-');
       return { kind: 'dup', text, delaySec: rubyToI(delay), flag, destination: rest.join('-') };
     }
+    case PIPE_WORDS.RUN:
     default:
       return { kind: 'progress', text };
   }

@@ -66,7 +66,7 @@ let bootTimeMs: number | undefined;
  * counts as gone. Precise to about a second, because the kernel gives the boot time in
  * whole seconds.
  */
-export function processStartMs(pid: number): number | undefined {
+function processStartMs(pid: number): number | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

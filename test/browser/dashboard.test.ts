@@ -10,13 +10,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from 'vitest';
-import { REPO, TestRoot, waitFor } from '../helpers/install.js';
-import { startWeb, type Web } from '../helpers/web.js';
+import { REPO, shortId } from '../helpers/install.js';
+import { rackTemps, sharedInstall } from '../helpers/web.js';
 
 const SHOTS = path.join(REPO, 'test-results/screenshots');
 
-let t: TestRoot;
-let web: Web;
+const { t, web } = sharedInstall();
 let browser: Browser;
 let page: Page;
 
@@ -24,8 +23,6 @@ const CHROMIUM = '/usr/bin/chromium';
 
 beforeAll(async () => {
   if (!fs.existsSync(CHROMIUM)) throw new Error(`The browser tests need Debian's Chromium at ${CHROMIUM}: apt install chromium`);
-  t = new TestRoot();
-  web = await startWeb(t);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
@@ -34,7 +31,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await t?.cleanup(true);
 });
 
 beforeEach(async (ctx) => {
@@ -59,7 +55,7 @@ beforeEach(async (ctx) => {
 
 /** Create queue `name` running the fixture `script` through the New Queue form. */
 async function createQueue(name: string, script: string): Promise<void> {
-  await page.goto(`${web.base}/`);
+  await page.goto(`${web().base}/`);
   await page.click('#new-queue a');
   await page.fill('input[name="queue[name]"]', name);
   await page.fill('input[name="queue[script]"]', `./scripts/${script}`);
@@ -76,13 +72,13 @@ describe('the dashboard in Chromium', () => {
     await page.fill('input[name="mesg[param2]"]', 'from the browser');
     await page.click('#mesg_submit_field input[type=submit], #mesg_submit_field button');
     await page.click('text=Open the message page');
-    const id = new URL(page.url()).pathname.split('/').pop()!;
+    const id = shortId(new URL(page.url()).pathname);
     expect(id).toMatch(/^\d{8}\.\d{4}\.\d\d\.\d{3}\.\d+$/);
 
     // The first part streams while the script is still running (it waits for `go`).
     const tail = page.locator('#tail-output');
     await expect.poll(() => tail.textContent(), { timeout: 15_000 }).toContain('green part one');
-    expect(await t.state('browser_tail', id)).toBe('run');
+    expect(await t().state('browser_tail', id)).toBe('run');
     const red = tail.locator('span[style*="color"]', { hasText: 'red <b>bold?</b> & line' });
     expect(await red.count()).toBeGreaterThan(0);
     // The script's markup is shown as text, never parsed.
@@ -90,10 +86,10 @@ describe('the dashboard in Chromium', () => {
     // ANSI bold (ESC[1m) is the only markup: the library's own <b>.
     expect(await tail.locator('b').allTextContents()).toEqual(['green part one']);
 
-    fs.writeFileSync(path.join(t.queueDir('browser_tail'), 'run', id, 'job', 'go'), '');
+    fs.writeFileSync(path.join(t().queueDir('browser_tail'), 'run', id, 'job', 'go'), '');
     await expect.poll(() => tail.textContent(), { timeout: 15_000 }).toContain('blue part two');
     await expect.poll(() => page.textContent('#tail-state'), { timeout: 15_000 }).toContain('done');
-    expect(await t.state('browser_tail', id)).toBe('done');
+    expect(await t().state('browser_tail', id)).toBe('done');
     expect(await tail.locator('span[style*="color"]', { hasText: 'blue part two' }).count()).toBeGreaterThan(0);
 
     fs.mkdirSync(path.join(REPO, 'test-results'), { recursive: true });
@@ -102,12 +98,12 @@ describe('the dashboard in Chromium', () => {
 
   it('finds a message with the search box by a param', async () => {
     await createQueue('browser_search', 'done.sh');
-    const reply = (await (await web.postJson('/q/browser_search/new_message', { dest: 'browser_search', param1: 'needle-4711' })).json()) as [string, string];
+    const reply = (await (await web().postJson('/q/browser_search/new_message', { dest: 'browser_search', param1: 'needle-4711' })).json()) as [string, string];
     expect(reply[0]).toBe('ok');
-    const id = reply[1].split('/').pop()!;
-    await waitFor(async () => (await t.state('browser_search', id)) === 'done', 10_000, 'the message to be done');
+    const id = shortId(reply[1]);
+    await t().waitState('browser_search', id, 'done');
 
-    await page.goto(`${web.base}/`);
+    await page.goto(`${web().base}/`);
     await page.fill('header input[type=search]', 'needle-4711');
     await page.press('header input[type=search]', 'Enter');
     const link = page.locator(`main a[href="/q/browser_search/${id}"]`).first();
@@ -124,21 +120,21 @@ describe('the dashboard in Chromium', () => {
     await createQueue('browser_admin', 'done.sh');
     await page.click('.admin-form button[name=pause]');
     await expect.poll(() => page.textContent('#status')).toBe('PAUSE');
-    expect(fs.existsSync(path.join(t.root, 'config/browser_admin.pause'))).toBe(true);
+    expect(fs.existsSync(path.join(t().root, 'config/browser_admin.pause'))).toBe(true);
     expect(await page.textContent('#flash-notice')).toContain('Successfully paused queue browser_admin');
     await page.click('.admin-form button[name=resume]');
     await expect.poll(() => page.textContent('#status')).toBe('UP');
-    expect(fs.existsSync(path.join(t.root, 'config/browser_admin.pause'))).toBe(false);
+    expect(fs.existsSync(path.join(t().root, 'config/browser_admin.pause'))).toBe(false);
   });
 
   it('uploads an attachment to a prepared message and downloads it', async () => {
     await createQueue('browser_attach', 'done.sh');
-    await page.goto(`${web.base}/q/browser_attach/new_message`);
+    await page.goto(`${web().base}/q/browser_attach/new_message`);
     await page.check('input[name="mesg[_method]"][value=prep]');
     await page.click('#mesg_submit_field input[type=submit], #mesg_submit_field button');
     await page.click('text=Open the message page');
-    const id = new URL(page.url()).pathname.split('/').pop()!;
-    expect(await t.state('browser_attach', id)).toBe('prep');
+    const id = shortId(new URL(page.url()).pathname);
+    expect(await t().state('browser_attach', id)).toBe('prep');
 
     const content = Buffer.from('hello from the browser\n');
     await page.setInputFiles('input[type=file][name=filedata]', { name: 'note.txt', mimeType: 'text/plain', buffer: content });
@@ -146,8 +142,8 @@ describe('the dashboard in Chromium', () => {
     expect(await page.textContent('#flash-notice')).toContain('Attached message successfully');
     const link = page.locator(`a[href="/q/browser_attach/${id}/attach/note.txt"]`).first();
     await link.waitFor();
-    const body = await (await web.get(`/q/browser_attach/${id}/attach/note.txt`)).text();
+    const body = await (await web().get(`/q/browser_attach/${id}/attach/note.txt`)).text();
     expect(body).toBe(content.toString());
-    expect(fs.readdirSync(path.join(t.root, 'tmp')).filter((f) => f.startsWith('RackMultipart'))).toEqual([]);
+    expect(rackTemps(t())).toEqual([]);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * Test support: a temporary install root with real queue processes and RQ's socket
- * framing. Each test gets its own root under os.tmpdir(); it is removed when the test
- * passes and kept (its path printed) when it fails, so the evidence stays.
+ * framing, to queue processes and to rq-mgr. Each test gets its own root under
+ * os.tmpdir(); it is removed when the test passes and kept (its path printed) when it
+ * fails, so the evidence stays.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
@@ -9,13 +10,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeEach, onTestFailed, onTestFinished } from 'vitest';
-import { rpcCall } from '../../src/client/rpc.js';
+import { isOk, rpcCall } from '../../src/client/rpc.js';
 import { REPO, runBin, type CliResult } from './run-bin.js';
 
 export { REPO };
 
-export const QUEUE_MAIN = path.join(REPO, 'dist/src/queue/queue-main.js');
-export const FIXTURES = path.join(REPO, 'test/fixtures/scripts');
+const QUEUE_MAIN = path.join(REPO, 'dist/src/queue/queue-main.js');
+const FIXTURES = path.join(REPO, 'test/fixtures/scripts');
 
 export interface QueueSpec {
   name: string;
@@ -29,7 +30,6 @@ export interface QueueSpec {
 export class TestRoot {
   readonly root: string;
   private readonly procs = new Map<string, ChildProcess>();
-  logs = new Map<string, string>();
 
   constructor() {
     this.root = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-test-'));
@@ -45,11 +45,16 @@ export class TestRoot {
     fs.symlinkSync(FIXTURES, path.join(this.root, 'scripts'));
   }
 
+  /** Write these keys into config/config.json, keeping the others. */
+  setMainConfig(extra: Record<string, unknown>): void {
+    const file = path.join(this.root, 'config/config.json');
+    fs.writeFileSync(file, JSON.stringify({ ...(JSON.parse(fs.readFileSync(file, 'utf8')) as object), ...extra }));
+  }
+
   /** Use a free port on 127.0.0.1 for the web process; returns it. */
   async usePort(): Promise<number> {
     const port = await freePort();
-    const file = path.join(this.root, 'config/config.json');
-    fs.writeFileSync(file, JSON.stringify({ ...(JSON.parse(fs.readFileSync(file, 'utf8')) as object), port: String(port) }));
+    this.setMainConfig({ port: String(port) });
     return port;
   }
 
@@ -75,21 +80,32 @@ export class TestRoot {
   addQueue(spec: QueueSpec): void {
     const dir = this.queueDir(spec.name);
     for (const s of ['prep', 'que', 'run', 'done', 'err', 'relayed']) fs.mkdirSync(path.join(dir, s), { recursive: true });
+    this.writeQueueConfig(spec);
+  }
+
+  /** Rewrite a running queue's config.json from `spec` (as addQueue does), then SIGHUP its process to reload it. */
+  reconfigure(spec: QueueSpec): void {
+    this.writeQueueConfig(spec);
+    const pid = this.pidIn(`queues/${spec.name}/queue.pid`);
+    if (pid === undefined) throw new Error(`reconfigure: queue ${spec.name} has no pid file`);
+    process.kill(pid, 'SIGHUP');
+  }
+
+  private writeQueueConfig(spec: QueueSpec): void {
     const config = { num_workers: 1, exec_prefix: '', ...spec, script: spec.script?.includes('/') ? spec.script : `./scripts/${spec.script ?? 'done.sh'}` };
-    fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config));
+    fs.writeFileSync(path.join(this.queueDir(spec.name), 'config.json'), JSON.stringify(config));
   }
 
   /** Start the queue process and wait until it answers ping. */
   async start(name: string): Promise<ChildProcess> {
     const child = spawn(process.execPath, [QUEUE_MAIN, name], {
       cwd: this.root,
-      env: { ...process.env, RQ_FATAL_DELAY_MS: '0', RQ_LOG_LEVEL: 'debug' },
+      env: { ...process.env, RQ_ROOT: this.root, RQ_FATAL_DELAY_MS: '0', RQ_LOG_LEVEL: 'debug' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
     child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('exit', () => this.logs.set(name, out));
     this.procs.set(name, child);
     onTestFailed(() => {
       console.error(`--- log of queue ${name} (root kept at ${this.root}) ---\n${out}`);
@@ -117,10 +133,15 @@ export class TestRoot {
     return rpcCall(path.join(this.queueDir(queue), 'queue.sock'), command, argument);
   }
 
+  /** Call an rq-mgr command on config/queuemgr.sock; the argument is sent as it is. */
+  mgr(command: string, argument = ''): Promise<unknown> {
+    return rpcCall(path.join(this.root, 'config/queuemgr.sock'), command, argument);
+  }
+
   /** create_message; returns the short id (throws on a fail reply). */
   async send(queue: string, msg: Record<string, unknown>): Promise<string> {
     const reply = (await this.rpc(queue, 'create_message', { dest: queue, ...msg })) as [string, string];
-    if (reply?.[0] !== 'ok') throw new Error(`create_message failed: ${JSON.stringify(reply)}`);
+    if (!isOk(reply)) throw new Error(`create_message failed: ${JSON.stringify(reply)}`);
     return shortId(reply[1]);
   }
 
@@ -156,7 +177,32 @@ export class TestRoot {
         await gone;
       }
     }
+    this.killWorkers();
     if (passed) fs.rmSync(this.root, { recursive: true, force: true });
+  }
+
+  /**
+   * Workers outlive their queue process (as in RQ), so a test that ends with a script
+   * still running would leave it behind: kill the process group of every `run/<id>/pid`.
+   */
+  private killWorkers(): void {
+    for (const queue of fs.readdirSync(path.join(this.root, 'queues'))) {
+      let runs: string[];
+      try {
+        runs = fs.readdirSync(path.join(this.queueDir(queue), 'run'));
+      } catch {
+        continue;
+      }
+      for (const id of runs) {
+        const pid = this.pidIn(`queues/${queue}/run/${id}/pid`);
+        if (pid === undefined) continue;
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }
   }
 }
 
@@ -208,7 +254,7 @@ export function useTestRoot(): () => TestRoot {
 }
 
 /** A port that was free on 127.0.0.1 a moment ago. */
-export function freePort(): Promise<number> {
+function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);

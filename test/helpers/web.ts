@@ -1,14 +1,18 @@
 /**
  * Test support for the web process: start rq-mgr (which starts the web) on a TestRoot
- * with a free port, then talk HTTP to it over a real socket: fetch with a cookie jar
- * (the flash rides a cookie across RQ's 303 redirects), forms, JSON and multipart
- * bodies, and raw requests for the HTTP-layer rules that fetch cannot send.
+ * with a free port, or the web process on its own (no rq-mgr, as a stale install has
+ * it), then talk HTTP to it over a real socket: fetch with a cookie jar (the flash rides
+ * a cookie across RQ's 303 redirects), forms, JSON and multipart bodies, and raw
+ * requests for the HTTP-layer rules that fetch cannot send. `sharedInstall` gives the
+ * tests of a describe one install, removed after it when every test passed and kept
+ * (its path printed) when one failed.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { expect } from 'vitest';
-import { waitFor, type TestRoot } from './install.js';
+import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
+import { REPO, TestRoot, waitFor } from './install.js';
 
 export interface Web {
   port: number;
@@ -27,25 +31,17 @@ export interface Web {
   raw(bytes: string | Buffer): Promise<string>;
 }
 
-/** Write extra keys into the root's config/config.json. */
-export function setMainConfig(t: TestRoot, extra: Record<string, unknown>): void {
-  const file = path.join(t.root, 'config/config.json');
-  fs.writeFileSync(file, JSON.stringify({ ...(JSON.parse(fs.readFileSync(file, 'utf8')) as object), ...extra }));
+/** The upload temp files (`RackMultipart-*`) left in the root's tmpdir. */
+export function rackTemps(t: TestRoot): string[] {
+  return fs.readdirSync(path.join(t.root, 'tmp')).filter((n) => n.startsWith('RackMultipart'));
 }
 
-/** Start rq-mgr and the web process on a free port (config extras first), and wait for HTTP. */
-export async function startWeb(t: TestRoot, extra: Record<string, unknown> = {}): Promise<Web> {
-  const port = await t.usePort();
-  setMainConfig(t, extra);
-  const r = await t.bin('rq-mgr', ['start']);
-  if (r.code !== 0) throw new Error(`rq-mgr start failed: ${r.stdout}${r.stderr}`);
-  const base = `http://127.0.0.1:${port}`;
-  const web = webClient(port);
+/** Wait until the web process serves its stylesheet. */
+async function untilServing(web: Web): Promise<void> {
   await waitFor(
     async () => {
       try {
-        await fetch(`${base}/css/rq.css`);
-        return true;
+        return (await fetch(`${web.base}/css/rq.css`)).status > 0;
       } catch {
         return false;
       }
@@ -53,7 +49,101 @@ export async function startWeb(t: TestRoot, extra: Record<string, unknown> = {})
     10_000,
     'the web process to answer',
   );
+}
+
+/**
+ * Start rq-mgr and the web process on a free port (config extras first, `env` added to
+ * rq-mgr's environment, which the web inherits), and wait for HTTP.
+ */
+export async function startWeb(t: TestRoot, extra: Record<string, unknown> = {}, env: Record<string, string> = {}): Promise<Web> {
+  const port = await t.usePort();
+  t.setMainConfig(extra);
+  const r = await t.bin('rq-mgr', ['start'], env);
+  if (r.code !== 0) throw new Error(`rq-mgr start failed: ${r.stdout}${r.stderr}`);
+  const web = webClient(port);
+  await untilServing(web);
   return web;
+}
+
+/**
+ * The web process on its own on a free port, with no rq-mgr and no IPC channel (as if
+ * rq-mgr had gone and left it); `stop` ends it.
+ */
+export async function startLoneWeb(t: TestRoot): Promise<{ web: Web; stop: () => Promise<void> }> {
+  const port = await t.usePort();
+  const child = spawn(process.execPath, [path.join(REPO, 'dist/src/web/web-main.js')], { cwd: t.root, env: { ...process.env, RQ_ROOT: t.root }, stdio: 'ignore' });
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const gone = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await gone;
+  };
+  const web = webClient(port);
+  try {
+    await untilServing(web);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { web, stop };
+}
+
+export interface SharedInstallOptions {
+  /** Before the web starts: queues, flag files, other files of the root. */
+  setup?: (t: TestRoot) => void;
+  /** Extra keys of config/config.json. */
+  config?: Record<string, unknown>;
+  /** Added to rq-mgr's environment (the web inherits it). */
+  env?: Record<string, string>;
+  /** The web process on its own, without rq-mgr (startLoneWeb). */
+  lone?: boolean;
+  /** Once the web answers: messages and files the tests share. */
+  ready?: (t: TestRoot, web: Web) => Promise<void>;
+}
+
+/**
+ * One install for the tests of the calling describe (or file): rq-mgr and the web
+ * started once before them, stopped after them; the root is removed when they all
+ * passed and kept, its path printed, when one failed or the start did.
+ */
+export function sharedInstall(opts: SharedInstallOptions = {}): { t: () => TestRoot; web: () => Web } {
+  let t: TestRoot | undefined;
+  let web: Web | undefined;
+  let stopLone: (() => Promise<void>) | undefined;
+  let failed = false;
+  beforeAll(async () => {
+    try {
+      const root = new TestRoot();
+      t = root;
+      opts.setup?.(root);
+      if (opts.lone) {
+        root.setMainConfig(opts.config ?? {});
+        const lone = await startLoneWeb(root);
+        stopLone = lone.stop;
+        web = lone.web;
+      } else {
+        web = await startWeb(root, opts.config, opts.env);
+      }
+      await opts.ready?.(root, web);
+    } catch (e) {
+      failed = true;
+      throw e;
+    }
+  });
+  beforeEach((ctx) => {
+    ctx.onTestFailed(() => {
+      failed = true;
+    });
+  });
+  afterAll(async () => {
+    await stopLone?.();
+    if (failed) console.error(`install root kept at ${t?.root}`);
+    await t?.cleanup(!failed);
+  });
+  return {
+    t: () => t!,
+    web: () => web!,
+  };
 }
 
 export function webClient(port: number): Web {

@@ -8,7 +8,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { hashParts } from '../../src/domain/ids.js';
 import { runRq, RQ_BIN, type CliResult } from '../helpers/cli.js';
 import { TestRoot, shortId, useTestRoot } from '../helpers/install.js';
 
@@ -91,8 +90,8 @@ describe('bin/rq round trips', () => {
     expect(await rq('commitmesg', '--msg_id', full)).toEqual({ code: 0, stdout: 'ok msg commited\n', stderr: '' });
     await t.waitState('q1', id, 'done');
 
-    const [d, h, m] = hashParts(id)!;
-    const attachDir = path.join(t.root, 'queue', 'q1', 'done', d, h, m, id, 'attach');
+    // done/ is hashed by the id's date, hour and minute (spec/rq.md §1.8): 20261121.0738.… → 20261121/07/38/.
+    const attachDir = path.join(t.root, 'queue', 'q1', 'done', id.slice(0, 8), id.slice(9, 11), id.slice(11, 13), id, 'attach');
     const status = await rq('attachstatusmesg', '--msg_id', full);
     expect(status.code).toBe(0);
     const lines = status.stdout.split('\n');

@@ -1,21 +1,20 @@
 /**
  * rq-mgr, the supervisor (spec/rq.md §4.2, §5.3, §6.3): the real `bin/rq-mgr` on a temp
- * install root, its socket commands with RQ's exact replies, restarts of dead queue
- * processes, clean stops, stale pid files, and config errors with RQ's messages.
+ * install root (daemonised by `start`, or in the foreground with `run`), its socket
+ * commands with RQ's exact replies, restarts of dead queue processes, clean stops, stale
+ * pid files, and config errors with RQ's messages.
  */
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { rpcCall } from '../../src/client/rpc.js';
-import { TestRoot, pidAlive, useTestRoot, waitFor } from '../helpers/install.js';
+import { REPO, TestRoot, pidAlive, useTestRoot, waitFor } from '../helpers/install.js';
 
 const root = useTestRoot();
 let t: TestRoot;
 beforeEach(() => {
   t = root();
 });
-
-const mgr = (command: string, arg = ''): Promise<unknown> => rpcCall(path.join(t.root, 'config/queuemgr.sock'), command, arg);
 
 async function startMgr(): Promise<void> {
   await t.usePort();
@@ -73,9 +72,35 @@ describe('rq-mgr start, status, stop', () => {
     fs.writeFileSync(path.join(t.root, 'config/config.json'), JSON.stringify({ port: '1', tmpdir: '/no/such/dir' }));
     expect(await t.bin('rq-mgr', ['start'])).toMatchObject({
       code: 1,
-      stderr: expect.stringMatching(/^Bad 'tmpdir' in config json \[\/no\/such\/dir\]\. Exiting\nENOENT.*\n$/),
+      stderr: "Bad 'tmpdir' in config json [/no/such/dir]. Exiting\n/no/such/dir: no such directory\n",
+    });
+    fs.writeFileSync(path.join(t.root, 'config/config.json'), JSON.stringify({ port: '1', tmpdir: 'config/config.json' }));
+    expect(await t.bin('rq-mgr', ['run'])).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: `Bad 'tmpdir' in config json [config/config.json]. Exiting\n${path.join(t.root, 'config/config.json')}: not a directory\n`,
     });
     expect(await t.bin('rq-mgr', ['status'])).toMatchObject({ code: 3 });
+  });
+
+  it('run: rq-mgr in the foreground, log lines on stdout, until TERM', async () => {
+    t.addQueue({ name: 'q1', script: 'done.sh' });
+    await t.usePort();
+    const run = spawn(path.join(REPO, 'bin/rq-mgr'), ['run'], { env: { ...process.env, RQ_ROOT: t.root, RQ_FATAL_DELAY_MS: '0' } });
+    let stdout = '';
+    let stderr = '';
+    run.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    run.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((resolve) => run.once('exit', (code) => resolve(code)));
+    await waitFor(() => stderr.includes('rq is running'), 10_000, 'rq-mgr run to say it runs');
+    expect(stderr).toMatch(/^rq is running: open http:\/\/127\.0\.0\.1:\d+\/ \(Ctrl-C stops it\)\n$/);
+    expect(await t.bin('rq-mgr', ['status'])).toMatchObject({ code: 0, stdout: `queuemgr: running [pid ${run.pid}]\n` });
+    expect(await t.mgr('queues')).toEqual(['q1']);
+    expect(await t.bin('rq-mgr', ['run'])).toMatchObject({ code: 1, stdout: 'ERROR: there is already one or more instance(s) of the program running\n' });
+    run.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(expect.arrayContaining(['rq-mgr started', 'rq-mgr stopped']));
+    expect(fs.existsSync(path.join(t.root, 'config/queuemgr.pid'))).toBe(false);
   });
 });
 
@@ -86,7 +111,7 @@ describe('signals', () => {
     t.addQueue({ name: 'later', script: 'done.sh' });
     fs.writeFileSync(path.join(t.queueDir('q1'), 'config.json'), JSON.stringify({ name: 'q1', script: './scripts/done.sh', num_workers: 3, exec_prefix: '' }));
     expect(await t.bin('rq-mgr', ['reload'])).toMatchObject({ code: 0 });
-    await waitFor(async () => JSON.stringify(await mgr('queues')) === '["q1","later"]', 5000, 'the new queue to be started');
+    await waitFor(async () => JSON.stringify(await t.mgr('queues')) === '["q1","later"]', 5000, 'the new queue to be started');
     await waitFor(async () => ((await t.rpc('q1', 'config', '')) as [string, { num_workers: number }])[1].num_workers === 3, 2000, 'q1 to reload');
     await waitFor(async () => (await t.rpc('later', 'ping', '')) !== null, 5000, 'the new queue to answer');
   });
@@ -124,9 +149,9 @@ describe('supervision', () => {
     fs.writeFileSync(path.join(t.queueDir('bad'), 'config.json'), '{broken');
     process.kill(t.pidIn('queues/bad/queue.pid')!, 'SIGKILL');
     await waitFor(() => fs.readFileSync(path.join(t.root, 'log/rq.log'), 'utf8').includes('FAILED [ bad - too many restarts. Not restarting ]'), 10_000, 'the restart limit');
-    expect(await mgr('queues')).toEqual(['bad']);
+    expect(await t.mgr('queues')).toEqual(['bad']);
     fs.writeFileSync(path.join(t.queueDir('bad'), 'config.json'), JSON.stringify({ name: 'bad', script: './scripts/done.sh', num_workers: 1, exec_prefix: '' }));
-    expect(await mgr('restart_queue', 'bad')).toEqual(['ok', 'bad']);
+    expect(await t.mgr('restart_queue', 'bad')).toEqual(['ok', 'bad']);
     expect(await t.rpc('bad', 'ping', '')).toEqual(['pong']);
   });
 
@@ -145,30 +170,34 @@ describe('rq-mgr commands', () => {
   it('answers ping, version, environment, uptime and queues', async () => {
     t.addQueue({ name: 'b', script: 'done.sh' });
     t.addQueue({ name: 'a', script: 'done.sh' });
+    const before = Date.now();
     await startMgr();
-    expect(await mgr('ping')).toEqual(['pong']);
-    expect(await mgr('version')).toEqual(['1.18.3']);
-    expect(await mgr('environment')).toEqual(['test']);
-    expect(((await mgr('uptime')) as [number])[0]).toBeGreaterThanOrEqual(0);
-    expect(await mgr('queues')).toEqual(['a', 'b']);
-    expect(await mgr('bogus')).toEqual(['error']);
+    expect(await t.mgr('ping')).toEqual(['pong']);
+    expect(await t.mgr('version')).toEqual(['1.18.3']);
+    expect(await t.mgr('environment')).toEqual(['test']);
+    // Whole seconds since rq-mgr started, so no more than the seconds since this test began.
+    const [uptime] = (await t.mgr('uptime')) as [number];
+    expect(Number.isInteger(uptime)).toBe(true);
+    expect(uptime).toBeLessThanOrEqual(Math.ceil((Date.now() - before) / 1000));
+    expect(await t.mgr('queues')).toEqual(['a', 'b']);
+    expect(await t.mgr('bogus')).toEqual(['error']);
   });
 
   it('creates queues, refusing bad names and duplicates', async () => {
     await startMgr();
     const spec = (name: string): string => JSON.stringify({ name, script: './scripts/done.sh', num_workers: '1', exec_prefix: '', coalesce_params: ['1'] });
-    expect(await mgr('create_queue', spec('fresh'))).toEqual(['success', 'queue created - awesome']);
+    expect(await t.mgr('create_queue', spec('fresh'))).toEqual(['success', 'queue created - awesome']);
     expect(fs.readFileSync(path.join(t.queueDir('fresh'), 'config.json'), 'utf8')).toBe(
       '{"name":"fresh","script":"./scripts/done.sh","num_workers":1,"exec_prefix":"","env_vars":{},"coalesce_params":[1],"blocking_params":[],"schedule":[]}',
     );
     expect(await t.rpc('fresh', 'ping', '')).toEqual(['pong']);
-    expect(await mgr('create_queue', spec('fresh'))).toEqual(['fail', 'already created']);
+    expect(await t.mgr('create_queue', spec('fresh'))).toEqual(['fail', 'already created']);
     for (const bad of ['bad que test', 'bad.que.test', 'bad/que/test', '../escape', '']) {
-      expect(await mgr('create_queue', spec(bad))).toEqual(['fail', 'queue name has invalid characters']);
+      expect(await t.mgr('create_queue', spec(bad))).toEqual(['fail', 'queue name has invalid characters']);
     }
     expect(fs.readdirSync(path.join(t.root, 'queues'))).toEqual(['fresh']);
-    expect(await mgr('create_queue', 'not json')).toEqual(['fail', 'queue not created']);
-    expect(await mgr('create_queue', JSON.stringify({ name: 'noscript', script: './nope.sh', num_workers: '1' }))).toEqual([
+    expect(await t.mgr('create_queue', 'not json')).toEqual(['fail', 'queue not created']);
+    expect(await t.mgr('create_queue', JSON.stringify({ name: 'noscript', script: './nope.sh', num_workers: '1' }))).toEqual([
       'fail',
       'queue not created: script ./nope.sh does not exist or is not executable',
     ]);
@@ -181,39 +210,50 @@ describe('rq-mgr commands', () => {
       fs.writeFileSync(path.join(t.root, file), typeof value === 'string' ? value : JSON.stringify(value));
       return file;
     };
-    expect(await mgr('create_queue_link', write('x.json', '{'))).toEqual(['fail', expect.stringMatching(/^could not read queue config \[ x\.json \]: /)]);
-    expect(await mgr('create_queue_link', write('x.json', { num_workers: 1 }))).toEqual(['fail', 'json config is missing name field']);
-    expect(await mgr('create_queue_link', write('x.json', { name: '' }))).toEqual(['fail', 'json config has invalid name (size)']);
-    expect(await mgr('create_queue_link', write('x.json', { name: 'l', num_workers: '0' }))).toEqual(['fail', 'json config has invalid num_workers field (out of range 1..128)']);
-    expect(await mgr('create_queue_link', write('x.json', { name: 'l', num_workers: 1 }))).toEqual(['fail', 'json config is missing script field']);
-    expect(await mgr('create_queue_link', write('x.json', { name: 'l.x', num_workers: 1, script: 's' }))).toEqual(['fail', 'queue name has invalid characters']);
-    expect(await mgr('create_queue_link', write('x.json', { name: 'l', num_workers: 1, script: './nope.sh' }))).toEqual([
+    expect(await t.mgr('create_queue_link', write('x.json', '{'))).toEqual(['fail', expect.stringMatching(/^could not read queue config \[ x\.json \]: /)]);
+    expect(await t.mgr('create_queue_link', write('x.json', { num_workers: 1 }))).toEqual(['fail', 'json config is missing name field']);
+    expect(await t.mgr('create_queue_link', write('x.json', { name: '' }))).toEqual(['fail', 'json config has invalid name (size)']);
+    expect(await t.mgr('create_queue_link', write('x.json', { name: 'l', num_workers: '0' }))).toEqual(['fail', 'json config has invalid num_workers field (out of range 1..128)']);
+    expect(await t.mgr('create_queue_link', write('x.json', { name: 'l', num_workers: 1 }))).toEqual(['fail', 'json config is missing script field']);
+    expect(await t.mgr('create_queue_link', write('x.json', { name: 'l.x', num_workers: 1, script: 's' }))).toEqual(['fail', 'queue name has invalid characters']);
+    expect(await t.mgr('create_queue_link', write('x.json', { name: 'l', num_workers: 1, script: './nope.sh' }))).toEqual([
       'fail',
       'queue not created: script ./nope.sh does not exist or is not executable',
     ]);
-    expect(await mgr('create_queue_link', write('good.json', { name: 'linked', num_workers: '1', script: './scripts/done.sh', exec_prefix: '' }))).toEqual(['success', 'queue created - awesome']);
+    expect(await t.mgr('create_queue_link', write('good.json', { name: 'linked', num_workers: '1', script: './scripts/done.sh', exec_prefix: '' }))).toEqual(['success', 'queue created - awesome']);
     expect(fs.lstatSync(path.join(t.queueDir('linked'), 'config.json')).isSymbolicLink()).toBe(true);
-    expect(await mgr('create_queue_link', 'good.json')).toEqual(['fail', 'queue is already running']);
+    expect(await t.mgr('create_queue_link', 'good.json')).toEqual(['fail', 'queue is already running']);
     const id = await t.send('linked', {});
     await t.waitState('linked', id, 'done');
+  });
+
+  it('refuses to link a FIFO, a file over 1 MiB or a file outside the root, and keeps answering', async () => {
+    await startMgr();
+    execFileSync('mkfifo', [path.join(t.root, 'fifo.json')]);
+    fs.writeFileSync(path.join(t.root, 'big.json'), JSON.stringify({ name: 'big', num_workers: 1, script: './scripts/done.sh', pad: 'x'.repeat(1024 * 1024) }));
+    for (const file of ['fifo.json', 'big.json', '../outside.json']) {
+      expect(await t.mgr('create_queue_link', file)).toEqual(['fail', expect.stringMatching(new RegExp(`^could not read queue config \\[ ${file.replace(/\./g, '\\.')} \\]: `))]);
+      expect(await t.mgr('ping')).toEqual(['pong']);
+    }
+    expect(await t.mgr('queues')).toEqual([]);
   });
 
   it('pauses, resumes, downs and ups through the flag files', async () => {
     t.addQueue({ name: 'q1', script: 'done.sh' });
     await startMgr();
     const flag = (ext: string): boolean => fs.existsSync(path.join(t.root, `config/q1.${ext}`));
-    expect(await mgr('pause_queue', 'q1')).toEqual(['ok', 'q1']);
+    expect(await t.mgr('pause_queue', 'q1')).toEqual(['ok', 'q1']);
     expect(flag('pause')).toBe(true);
     expect(await t.rpc('q1', 'status', '')).toEqual(['PAUSE']);
-    expect(await mgr('down_queue', 'q1')).toEqual(['ok', 'q1']);
+    expect(await t.mgr('down_queue', 'q1')).toEqual(['ok', 'q1']);
     expect(await t.rpc('q1', 'status', '')).toEqual(['DOWN']);
-    expect(await mgr('up_queue', 'q1')).toEqual(['ok', 'q1']);
-    expect(await mgr('resume_queue', 'q1')).toEqual(['ok', 'q1']);
+    expect(await t.mgr('up_queue', 'q1')).toEqual(['ok', 'q1']);
+    expect(await t.mgr('resume_queue', 'q1')).toEqual(['ok', 'q1']);
     expect([flag('pause'), flag('down')]).toEqual([false, false]);
     expect(await t.rpc('q1', 'status', '')).toEqual(['UP']);
-    expect(await mgr('pause_queue', 'nope')).toEqual(['fail', 'invalid queue name']);
-    expect(await mgr('pause_queue', '../q1')).toEqual(['fail', 'invalid queue name']);
-    expect(await mgr('restart_queue', 'nope')).toEqual(['fail', 'no such queue']);
+    expect(await t.mgr('pause_queue', 'nope')).toEqual(['fail', 'invalid queue name']);
+    expect(await t.mgr('pause_queue', '../q1')).toEqual(['fail', 'invalid queue name']);
+    expect(await t.mgr('restart_queue', 'nope')).toEqual(['fail', 'no such queue']);
   });
 
   it('deletes a queue by renaming it to <name>.deleted.<inode>, keeping its messages', async () => {
@@ -221,10 +261,10 @@ describe('rq-mgr commands', () => {
     await startMgr();
     const id = await t.send('gone', {});
     const ino = fs.statSync(t.queueDir('gone')).ino;
-    expect(await mgr('delete_queue', 'gone')).toEqual(['ok', 'started deleting queue']);
+    expect(await t.mgr('delete_queue', 'gone')).toEqual(['ok', 'started deleting queue']);
     await waitFor(() => fs.existsSync(path.join(t.root, `queues/gone.deleted.${ino}`)), 5000, 'the rename');
     expect(fs.existsSync(path.join(t.root, `queues/gone.deleted.${ino}/que/${id}/msg`))).toBe(true);
-    expect(await mgr('queues')).toEqual([]);
-    expect(await mgr('delete_queue', 'gone')).toEqual(['fail', 'no such queue']);
+    expect(await t.mgr('queues')).toEqual([]);
+    expect(await t.mgr('delete_queue', 'gone')).toEqual(['fail', 'no such queue']);
   });
 });

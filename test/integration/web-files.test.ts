@@ -14,9 +14,9 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestRoot, waitFor } from '../helpers/install.js';
-import { startWeb, type Web } from '../helpers/web.js';
+import { describe, expect, it } from 'vitest';
+import { shortId, waitFor, type TestRoot } from '../helpers/install.js';
+import { sharedInstall } from '../helpers/web.js';
 import { fdCount, webPid } from '../helpers/web-process.js';
 
 interface SseEvent {
@@ -104,9 +104,13 @@ function stripAnsi(text: string): string {
 
 const isChunkWith = (text: string) => (e: SseEvent): boolean => e.event === 'message' && textOf(JSON.parse(e.data) as string).includes(text);
 
+/** The directory of a message now, from its queue's answer. */
+async function messageDir(t: TestRoot, queue: string, id: string): Promise<string> {
+  const status = (await t.rpc(queue, 'get_message_status', { msg_id: id })) as [string, { path: string }];
+  return path.join(t.root, status[1].path);
+}
+
 describe('downloads and the tail viewer', () => {
-  let t: TestRoot;
-  let web: Web;
   let id: string;
   let dir: string;
   const blob = crypto.randomBytes(1_492_960);
@@ -121,31 +125,29 @@ describe('downloads and the tail viewer', () => {
   };
   const logOf = (): Buffer => fs.readFileSync(path.join(dir, 'job/stdio.log'));
 
-  beforeAll(async () => {
-    t = new TestRoot();
-    t.addQueue({ name: 'files', script: 'done.sh' });
-    web = await startWeb(t);
-    const full = (await t.rpc('files', 'prep_message', { dest: 'files' })) as [string, string];
-    id = full[1].slice(full[1].lastIndexOf('/') + 1);
-    const src = fs.mkdtempSync(path.join(t.root, 'tmp', 'att-'));
-    for (const [name, bytes] of Object.entries(files)) {
-      const file = path.join(src, 'upload');
-      fs.writeFileSync(file, bytes);
-      const reply = (await t.rpc('files', 'attach_message', { msg_id: id, pathname: file, name })) as [string, string];
-      expect(reply[0], name).toBe('ok');
-      fs.rmSync(file);
-    }
-    expect(await t.rpc('files', 'commit_message', { msg_id: id })).toEqual(['ok', 'msg commited']);
-    await t.waitState('files', id, 'done');
-    const status = (await t.rpc('files', 'get_message_status', { msg_id: id })) as [string, { path: string }];
-    dir = path.join(t.root, status[1].path);
+  const { t, web } = sharedInstall({
+    setup: (root) => root.addQueue({ name: 'files', script: 'done.sh' }),
+    ready: async (root) => {
+      const full = (await root.rpc('files', 'prep_message', { dest: 'files' })) as [string, string];
+      id = shortId(full[1]);
+      const src = fs.mkdtempSync(path.join(root.root, 'tmp', 'att-'));
+      for (const [name, bytes] of Object.entries(files)) {
+        const file = path.join(src, 'upload');
+        fs.writeFileSync(file, bytes);
+        const reply = (await root.rpc('files', 'attach_message', { msg_id: id, pathname: file, name })) as [string, string];
+        expect(reply[0], name).toBe('ok');
+        fs.rmSync(file);
+      }
+      expect(await root.rpc('files', 'commit_message', { msg_id: id })).toEqual(['ok', 'msg commited']);
+      await root.waitState('files', id, 'done');
+      dir = await messageDir(root, 'files', id);
+    },
   });
-  afterAll(async () => t.cleanup(true));
 
   const bytesOf = async (res: Response): Promise<Buffer> => Buffer.from(await res.arrayBuffer());
 
   it('sends the log as raw text/plain bytes with Last-Modified', async () => {
-    const res = await web.get(`/q/files/${id}/log/stdio.log`);
+    const res = await web().get(`/q/files/${id}/log/stdio.log`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/plain; charset=utf-8');
     expect(res.headers.get('last-modified')).toBe(new Date(Math.floor(fs.statSync(path.join(dir, 'job/stdio.log')).mtimeMs / 1000) * 1000).toUTCString());
@@ -165,7 +167,7 @@ describe('downloads and the tail viewer', () => {
       'unfinished.txt': 'text/plain; charset=utf-8',
     };
     for (const [name, bytes] of Object.entries(files)) {
-      const res = await web.get(`/q/files/${id}/attach/${encodeURIComponent(name)}`);
+      const res = await web().get(`/q/files/${id}/attach/${encodeURIComponent(name)}`);
       expect(res.status, name).toBe(200);
       expect(res.headers.get('content-type'), name).toBe(types[name]);
       expect(Number(res.headers.get('content-length')), name).toBe(bytes.length);
@@ -182,13 +184,13 @@ describe('downloads and the tail viewer', () => {
       ['bytes=1400000-9999999', 1_400_000, size - 1],
     ];
     for (const [range, start, end] of cases) {
-      const res = await web.get(`/q/files/${id}/attach/blob.bin`, { range });
+      const res = await web().get(`/q/files/${id}/attach/blob.bin`, { range });
       expect(res.status, range).toBe(206);
       expect(res.headers.get('content-range'), range).toBe(`bytes ${start}-${end}/${size}`);
       expect((await bytesOf(res)).equals(blob.subarray(start, end + 1)), range).toBe(true);
     }
     const log = logOf();
-    const res = await web.get(`/q/files/${id}/log/stdio.log`, { range: 'bytes=5-' });
+    const res = await web().get(`/q/files/${id}/log/stdio.log`, { range: 'bytes=5-' });
     expect(res.status).toBe(206);
     expect((await bytesOf(res)).equals(log.subarray(5))).toBe(true);
   });
@@ -199,7 +201,7 @@ describe('downloads and the tail viewer', () => {
       [`log/stdio.log`, logOf().length],
       [`attach/empty.txt`, 0],
     ] as const) {
-      const res = await web.get(`/q/files/${id}/${file}`, { range: `bytes=${size}-` });
+      const res = await web().get(`/q/files/${id}/${file}`, { range: `bytes=${size}-` });
       expect(res.status, file).toBe(416);
       expect(res.headers.get('content-range'), file).toBe(`bytes */${size}`);
       expect(await res.text(), file).toBe('Byte range unsatisfiable\n');
@@ -208,7 +210,7 @@ describe('downloads and the tail viewer', () => {
 
   it('sends the whole file with 200 for several ranges or a malformed Range', async () => {
     for (const range of ['bytes=0-1,5-9', 'bytes=0-1,2-3', 'bytes=x-y', 'items=0-5']) {
-      const res = await web.get(`/q/files/${id}/attach/blob.bin`, { range });
+      const res = await web().get(`/q/files/${id}/attach/blob.bin`, { range });
       expect(res.status, range).toBe(200);
       expect(res.headers.get('content-range'), range).toBeNull();
       expect((await bytesOf(res)).equals(blob), range).toBe(true);
@@ -216,13 +218,13 @@ describe('downloads and the tail viewer', () => {
   });
 
   it('answers If-Modified-Since at or after Last-Modified with 304', async () => {
-    const first = await web.get(`/q/files/${id}/attach/pic.png`);
+    const first = await web().get(`/q/files/${id}/attach/pic.png`);
     await first.arrayBuffer();
     const lastModified = first.headers.get('last-modified')!;
-    const same = await web.get(`/q/files/${id}/attach/pic.png`, { 'if-modified-since': lastModified });
+    const same = await web().get(`/q/files/${id}/attach/pic.png`, { 'if-modified-since': lastModified });
     expect(same.status).toBe(304);
     expect(await same.text()).toBe('');
-    const older = await web.get(`/q/files/${id}/attach/pic.png`, { 'if-modified-since': new Date(Date.parse(lastModified) - 86_400_000).toUTCString() });
+    const older = await web().get(`/q/files/${id}/attach/pic.png`, { 'if-modified-since': new Date(Date.parse(lastModified) - 86_400_000).toUTCString() });
     expect(older.status).toBe(200);
     expect((await bytesOf(older)).length).toBe(files['pic.png']!.length);
   });
@@ -238,7 +240,7 @@ describe('downloads and the tail viewer', () => {
       `/q/files/20990101.0000.00.000.1/tailviewlog/stdio.log`,
       `/q/files/20990101.0000.00.000.1/events/stdio.log`,
     ]) {
-      const res = await web.get(p);
+      const res = await web().get(p);
       expect(res.status, p).toBe(404);
       expect(await res.text(), p).toContain('<h2>Not Found</h2>');
     }
@@ -260,14 +262,14 @@ describe('downloads and the tail viewer', () => {
       `/q/files/${id}/events/..%2fmsg`,
       `/q/files/${id}/tailviewlog/..%2fmsg`,
     ]) {
-      const res = await web.get(p);
+      const res = await web().get(p);
       const body = await res.text();
       expect(res.status, p).toBe(404);
       expect(body, p).not.toContain('secret');
       expect(body, p).not.toContain(msg);
     }
     for (const p of [`/q/files/${id}/log/../msg`, `/q/files/${id}/log/../../../../config/config.json`]) {
-      const reply = await web.raw(`GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      const reply = await web().raw(`GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`);
       expect(reply, p).toMatch(/^HTTP\/1\.1 404 /);
       expect(reply, p).not.toContain(msg);
     }
@@ -275,43 +277,43 @@ describe('downloads and the tail viewer', () => {
 
   it('refuses symlinks that leave job/, FIFOs and directories; follows a symlink within job/', async () => {
     const job = path.join(dir, 'job');
-    fs.symlinkSync(path.join(t.root, 'config/config.json'), path.join(job, 'escape.log'));
+    fs.symlinkSync(path.join(t().root, 'config/config.json'), path.join(job, 'escape.log'));
     fs.symlinkSync('../msg', path.join(job, 'up.json'));
     fs.symlinkSync('/etc/passwd', path.join(job, 'passwd.txt'));
     fs.symlinkSync('stdio.log', path.join(job, 'inside.log'));
     fs.mkdirSync(path.join(job, 'sub.log'));
     execFileSync('mkfifo', [path.join(job, 'pipe.log')]);
     for (const name of ['escape.log', 'up.json', 'passwd.txt', 'sub.log', 'pipe.log']) {
-      const res = await web.get(`/q/files/${id}/log/${name}`);
+      const res = await web().get(`/q/files/${id}/log/${name}`);
       expect(res.status, name).toBe(404);
       expect(await res.text(), name).toContain('<h2>Not Found</h2>');
     }
-    const inside = await web.get(`/q/files/${id}/log/inside.log`);
+    const inside = await web().get(`/q/files/${id}/log/inside.log`);
     expect(inside.status).toBe(200);
     expect((await bytesOf(inside)).equals(logOf())).toBe(true);
   });
 
   it('refuses a message whose attach/ directory is itself a symlink to elsewhere', async () => {
-    const full = (await t.rpc('files', 'prep_message', { dest: 'files' })) as [string, string];
-    const prepId = full[1].slice(full[1].lastIndexOf('/') + 1);
-    const outside = fs.mkdtempSync(path.join(t.root, 'tmp', 'outside-'));
+    const full = (await t().rpc('files', 'prep_message', { dest: 'files' })) as [string, string];
+    const prepId = shortId(full[1]);
+    const outside = fs.mkdtempSync(path.join(t().root, 'tmp', 'outside-'));
     fs.writeFileSync(path.join(outside, 'secret.txt'), 'secret outside the message\n');
-    const attach = path.join(t.queueDir('files'), 'prep', prepId, 'attach');
+    const attach = path.join(t().queueDir('files'), 'prep', prepId, 'attach');
     fs.rmSync(attach, { recursive: true, force: true });
     fs.symlinkSync(outside, attach);
     for (const p of [`/q/files/${prepId}/attach/secret.txt`, `/q/files/${prepId}/tailview/secret.txt`]) {
-      const res = await web.get(p);
+      const res = await web().get(p);
       expect(res.status, p).toBe(404);
       expect(await res.text(), p).not.toContain('secret outside');
     }
   });
 
   it('closes the file of a download the client drops', async () => {
-    const pid = webPid(t);
+    const pid = webPid(t());
     const before = fdCount(pid);
     await Promise.all(
       Array.from({ length: 20 }, () => new Promise<void>((resolve, reject) => {
-        const sock = net.connect(web.port, '127.0.0.1');
+        const sock = net.connect(web().port, '127.0.0.1');
         sock.on('error', reject);
         sock.once('data', () => sock.destroy());
         sock.on('close', () => resolve());
@@ -322,7 +324,7 @@ describe('downloads and the tail viewer', () => {
   });
 
   it('draws the tail viewer with its config in data attributes and no inline script', async () => {
-    const res = await web.get(`/q/files/${id}/tailviewlog/stdio.log`);
+    const res = await web().get(`/q/files/${id}/tailviewlog/stdio.log`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
     const html = await res.text();
@@ -341,7 +343,7 @@ describe('downloads and the tail viewer', () => {
 
   it('draws the tail viewer of an attachment, with its name escaped and encoded', async () => {
     const name = 'a "b" \'c\'.txt';
-    const res = await web.get(`/q/files/${id}/tailview/${encodeURIComponent(name)}`);
+    const res = await web().get(`/q/files/${id}/tailview/${encodeURIComponent(name)}`);
     expect(res.status).toBe(200);
     const html = await res.text();
     const encoded = encodeURIComponent(name);
@@ -354,14 +356,14 @@ describe('downloads and the tail viewer', () => {
 
   it('serves the static scripts the pages load', async () => {
     for (const js of ['live-tail.js', 'tailview.js']) {
-      const res = await web.get(`/js/${js}`);
+      const res = await web().get(`/js/${js}`);
       expect(res.status, js).toBe(200);
       expect(res.headers.get('content-type'), js).toMatch(/javascript/);
     }
   });
 
   it('streams a finished log at once and ends with its state', async () => {
-    const res = await web.get(`/q/files/${id}/events/stdio.log`);
+    const res = await web().get(`/q/files/${id}/events/stdio.log`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     expect(res.headers.get('x-accel-buffering')).toBe('no');
@@ -374,7 +376,7 @@ describe('downloads and the tail viewer', () => {
   });
 
   it('streams an attachment, its ANSI colours rendered and its text escaped', async () => {
-    const res = await web.get(`/q/files/${id}/events/attach/notes.txt`);
+    const res = await web().get(`/q/files/${id}/events/attach/notes.txt`);
     const events = await new SseReader(res).rest();
     const html = chunks(events).join('');
     expect(html).toContain('<span style="color:');
@@ -384,56 +386,50 @@ describe('downloads and the tail viewer', () => {
   });
 
   it('flushes an unfinished last line when the message is no longer running', async () => {
-    const events = await new SseReader(await web.get(`/q/files/${id}/events/attach/unfinished.txt`)).rest();
+    const events = await new SseReader(await web().get(`/q/files/${id}/events/attach/unfinished.txt`)).rest();
     expect(textOf(chunks(events).join(''))).toBe('line one\nno newline at the end');
     expect(events.filter((e) => e.event === 'message').at(-1)!.id).toBe(String(files['unfinished.txt']!.length));
   });
 
   it('refuses a start offset that is not a byte count', async () => {
     for (const from of ['abc', '-1', '1.5', '99999999999999999999', '%3Cb%3Ex']) {
-      const res = await web.get(`/q/files/${id}/events/stdio.log?from=${from}`);
+      const res = await web().get(`/q/files/${id}/events/stdio.log?from=${from}`);
       expect(res.status, from).toBe(400);
       const body = await res.text();
       expect(body, from).toMatch(/^400 - Expected the start offset/);
       expect(body, from).not.toContain('<b>');
     }
-    const res = await web.get(`/q/files/${id}/events/stdio.log`, { 'last-event-id': 'x' });
+    const res = await web().get(`/q/files/${id}/events/stdio.log`, { 'last-event-id': 'x' });
     expect(res.status).toBe(400);
   });
 });
 
 describe('the live tail', () => {
-  let t: TestRoot;
-  let web: Web;
-  beforeAll(async () => {
-    t = new TestRoot();
-    t.addQueue({ name: 'live', script: 'ansi-slow.sh', num_workers: 4 });
-    // Paused: a message sent to `later` stays in que until the flag file goes.
-    t.addQueue({ name: 'later', script: 'ansi-slow.sh' });
-    fs.writeFileSync(path.join(t.root, 'config/later.pause'), '');
-    web = await startWeb(t);
+  const { t, web } = sharedInstall({
+    setup: (root) => {
+      root.addQueue({ name: 'live', script: 'ansi-slow.sh', num_workers: 4 });
+      // Paused: a message sent to `later` stays in que until the flag file goes.
+      root.addQueue({ name: 'later', script: 'ansi-slow.sh' });
+      fs.writeFileSync(path.join(root.root, 'config/later.pause'), '');
+    },
   });
-  afterAll(async () => t.cleanup(true));
 
-  const msgDir = async (id: string): Promise<string> => {
-    const status = (await t.rpc('live', 'get_message_status', { msg_id: id })) as [string, { path: string }];
-    return path.join(t.root, status[1].path);
-  };
+  const msgDir = (id: string): Promise<string> => messageDir(t(), 'live', id);
   /** Let the script past its wait for `go` (it must be running). */
-  const release = async (id: string): Promise<void> => {
-    await t.waitState('live', id, 'run');
-    fs.writeFileSync(path.join(await msgDir(id), 'job/go'), '');
+  const release = async (id: string, queue = 'live'): Promise<void> => {
+    await t().waitState(queue, id, 'run');
+    fs.writeFileSync(path.join(await messageDir(t(), queue, id), 'job/go'), '');
   };
-  const eventsOf = (id: string, init: RequestInit = {}): Promise<Response> => fetch(`${web.base}/q/live/${id}/events/stdio.log`, init);
+  const eventsOf = (id: string, init: RequestInit = {}): Promise<Response> => fetch(`${web().base}/q/live/${id}/events/stdio.log`, init);
 
   it('streams coloured, escaped, complete lines while the script runs, then ends with done', async () => {
-    const id = await t.send('live', {});
+    const id = await t().send('live', {});
     const res = await eventsOf(id);
     expect(res.status).toBe(200);
     const sse = new SseReader(res);
     const early = await sse.until(isChunkWith('green part one'));
     // The script waits for `go`: these chunks came while the message was in run.
-    expect(await t.state('live', id)).toBe('run');
+    expect(await t().state('live', id)).toBe('run');
     expect(textOf(chunks(early).join(''))).not.toContain('partial line');
     await release(id);
     const rest = await sse.until((e) => e.event === 'end');
@@ -459,7 +455,7 @@ describe('the live tail', () => {
   });
 
   it('resumes exactly at Last-Event-ID (or ?from=) without repeating a line', async () => {
-    const id = await t.send('live', {});
+    const id = await t().send('live', {});
     const first = new SseReader(await eventsOf(id));
     const early = await first.until(isChunkWith('plain first line'));
     const resumeAt = early.filter((e) => e.event === 'message').at(-1)!.id!;
@@ -474,7 +470,7 @@ describe('the live tail', () => {
     expect(text).toContain('blue part two');
     expect(again.at(-1)).toEqual({ event: 'end', data: 'done', id: undefined });
 
-    const from = await new SseReader(await fetch(`${web.base}/q/live/${id}/events/stdio.log?from=${resumeAt}`)).rest();
+    const from = await new SseReader(await fetch(`${web().base}/q/live/${id}/events/stdio.log?from=${resumeAt}`)).rest();
     expect(textOf(chunks(from).join(''))).toBe(text);
     const atEnd = await new SseReader(await eventsOf(id, { headers: { 'last-event-id': String(log.length) } })).rest();
     expect(chunks(atEnd)).toEqual([]);
@@ -482,9 +478,9 @@ describe('the live tail', () => {
   });
 
   it('sends a first connection at most the last 256 KiB, from a line start, and says what it skipped', async () => {
-    const id = await t.send('live', { param1: '40000' });
+    const id = await t().send('live', { param1: '40000' });
     // Connect once the big part is written (the window is taken when the file is opened).
-    await waitFor(async () => (await t.statusOf('live', id)) === 'run - waiting for go', 10_000, 'the first part to be written');
+    await waitFor(async () => (await t().statusOf('live', id)) === 'run - waiting for go', 10_000, 'the first part to be written');
     const sse = new SseReader(await eventsOf(id));
     const early = await sse.until(isChunkWith('green part one'));
     await release(id);
@@ -499,20 +495,20 @@ describe('the live tail', () => {
     expect(offset - 1).toBeGreaterThanOrEqual(log.length - 256 * 1024 - 100);
     expect(textOf(chunks(events).join(''))).toBe(stripAnsi(log.subarray(offset).toString()));
 
-    const whole = await new SseReader(await fetch(`${web.base}/q/live/${id}/events/stdio.log?from=0`)).rest();
+    const whole = await new SseReader(await fetch(`${web().base}/q/live/${id}/events/stdio.log?from=0`)).rest();
     expect(whole.find((e) => e.event === 'skipped')).toBeUndefined();
     expect(textOf(chunks(whole).join(''))).toBe(stripAnsi(log.toString()));
   });
 
   it('serves 32 viewers of one running message at once and refuses the 33rd with a 503', async () => {
-    const id = await t.send('live', {});
+    const id = await t().send('live', {});
     const readers = await Promise.all(Array.from({ length: 32 }, async () => new SseReader(await eventsOf(id))));
     const refused = await eventsOf(id);
     expect(refused.status).toBe(503);
     expect(refused.headers.get('content-type')).toBe('text/plain; charset=utf-8');
     expect(await refused.text()).toBe(`503 - Too many live tails of message live/${id} open (at most 32 at once): try again later\n`);
     // Another message is not affected.
-    const other = await t.send('live', {});
+    const other = await t().send('live', {});
     const otherTail = await eventsOf(other);
     expect(otherTail.status).toBe(200);
     await otherTail.body!.cancel();
@@ -526,29 +522,27 @@ describe('the live tail', () => {
     // The places are given back when the streams end.
     expect((await eventsOf(id)).status).toBe(200);
     await release(other);
-    await t.waitState('live', other, 'done');
+    await t().waitState('live', other, 'done');
   });
 
   it('waits for a queued message to start, then tails it', async () => {
-    const id = await t.send('later', {});
-    const sse = new SseReader(await fetch(`${web.base}/q/later/${id}/events/stdio.log`));
+    const id = await t().send('later', {});
+    const sse = new SseReader(await fetch(`${web().base}/q/later/${id}/events/stdio.log`));
     expect(await sse.next()).toEqual({ event: 'state', data: 'que', id: undefined });
-    fs.rmSync(path.join(t.root, 'config/later.pause'));
+    fs.rmSync(path.join(t().root, 'config/later.pause'));
     await sse.until(isChunkWith('green part one'));
-    await t.waitState('later', id, 'run');
-    const status = (await t.rpc('later', 'get_message_status', { msg_id: id })) as [string, { path: string }];
-    fs.writeFileSync(path.join(t.root, status[1].path, 'job/go'), '');
+    await release(id, 'later');
     const rest = await sse.rest();
     expect(rest.at(-1)).toEqual({ event: 'end', data: 'done', id: undefined });
   });
 
   it('leaks no fd when clients go away mid-stream', async () => {
-    const pid = webPid(t);
-    const id = await t.send('live', {});
+    const pid = webPid(t());
+    const id = await t().send('live', {});
     /** A client that reads until the file's first line came, then drops the connection. */
     const connectAndDrop = (): Promise<void> =>
       new Promise((resolve, reject) => {
-        const sock = net.connect(web.port, '127.0.0.1');
+        const sock = net.connect(web().port, '127.0.0.1');
         let seen = '';
         sock.on('error', reject);
         sock.on('data', (c: Buffer) => {
@@ -569,7 +563,7 @@ describe('the live tail', () => {
     // Clients gone before the reply started (while the message is looked up).
     await Promise.all(
       Array.from({ length: 20 }, () => new Promise<void>((resolve) => {
-        const sock = net.connect(web.port, '127.0.0.1', () => {
+        const sock = net.connect(web().port, '127.0.0.1', () => {
           sock.write(`GET /q/live/${id}/events/stdio.log HTTP/1.1\r\nHost: x\r\n\r\n`, () => sock.destroy());
         });
         sock.on('close', () => resolve());
@@ -577,36 +571,27 @@ describe('the live tail', () => {
     );
     await waitFor(() => fdCount(pid) <= before, 10_000, `the web's fds to fall back to ${before}`);
     await release(id);
-    await t.waitState('live', id, 'done');
+    await t().waitState('live', id, 'done');
   });
 });
 
 describe('the caps on live tails', () => {
-  let t: TestRoot;
-  let web: Web;
   const MAX = 3;
-  beforeAll(async () => {
-    t = new TestRoot();
+  const { t, web } = sharedInstall({
     // No worker: messages stay in que, their log not there yet.
-    t.addQueue({ name: 'waiting', script: 'done.sh', num_workers: 0 });
-    process.env['RQ_WEB_MAX_TAILS'] = String(MAX);
-    try {
-      web = await startWeb(t);
-    } finally {
-      delete process.env['RQ_WEB_MAX_TAILS'];
-    }
+    setup: (root) => root.addQueue({ name: 'waiting', script: 'done.sh', num_workers: 0 }),
+    env: { RQ_WEB_MAX_TAILS: String(MAX) },
   });
-  afterAll(async () => t.cleanup(true));
 
   /** A live tail of a waiting message; abort() drops its connection. */
   const tail = async (id: string): Promise<{ res: Response; abort: () => void }> => {
     const ac = new AbortController();
-    const res = await fetch(`${web.base}/q/waiting/${id}/events/stdio.log`, { signal: ac.signal });
+    const res = await fetch(`${web().base}/q/waiting/${id}/events/stdio.log`, { signal: ac.signal });
     return { res, abort: () => ac.abort() };
   };
 
   it('refuses live tails beyond RQ_WEB_MAX_TAILS with a 503 and frees a place when a viewer goes', async () => {
-    const [a, b, c] = [await t.send('waiting', {}), await t.send('waiting', {}), await t.send('waiting', {})];
+    const [a, b, c] = [await t().send('waiting', {}), await t().send('waiting', {}), await t().send('waiting', {})];
     const open = [await tail(a), await tail(a), await tail(b)];
     for (const o of open) expect(o.res.status).toBe(200);
     expect(await new SseReader(open[0]!.res).next()).toEqual({ event: 'state', data: 'que', id: undefined });

@@ -16,48 +16,33 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { TestRoot, shortId, waitFor } from '../helpers/install.js';
-import { startWeb, type Web } from '../helpers/web.js';
+import { describe, expect, it } from 'vitest';
+import { shortId, waitFor } from '../helpers/install.js';
+import { rackTemps, sharedInstall } from '../helpers/web.js';
 import { fdCount, webPid } from '../helpers/web-process.js';
 
-let t: TestRoot;
-let web: Web;
-let tmp: string;
-let failed = false;
-
-beforeAll(async () => {
-  t = new TestRoot();
-  t.addQueue({ name: 'test', script: 'done.sh' });
-  t.addQueue({ name: 'idle', script: 'done.sh', num_workers: 0 });
-  t.addQueue({ name: 'fail', script: 'err.sh' });
-  t.addQueue({ name: 'downq', script: 'done.sh', num_workers: 0 });
-  t.addQueue({ name: 'formq', script: 'done.sh', num_workers: 0 });
-  t.addQueue({ name: 'single', script: 'done.sh', num_workers: 0 });
-  t.addQueue({ name: 'odd', script: 'done.sh', num_workers: 0 });
-  t.addQueue({ name: 'rq_router', script: 'done.sh', num_workers: 0 });
-  fs.writeFileSync(
-    path.join(t.root, 'loop.sh'),
-    '#!/bin/bash\n# Ticks until destroyed (60 s at most).\necho "run looping" >&3\nfor i in $(seq 1 600); do echo "tick $i"; sleep 0.1; done\necho "done looped" >&3\n',
-    { mode: 0o755 },
-  );
-  t.addQueue({ name: 'loop', script: './loop.sh' });
-  tmp = path.join(t.root, 'tmp');
-  web = await startWeb(t);
-});
-beforeEach((ctx) => {
-  ctx.onTestFailed(() => {
-    failed = true;
-  });
-});
-afterAll(async () => {
-  if (failed) console.error(`web-messages: root kept at ${t.root}`);
-  await t.cleanup(!failed);
+const { t, web } = sharedInstall({
+  setup: (root) => {
+    root.addQueue({ name: 'test', script: 'done.sh' });
+    root.addQueue({ name: 'idle', script: 'done.sh', num_workers: 0 });
+    root.addQueue({ name: 'fail', script: 'err.sh' });
+    root.addQueue({ name: 'downq', script: 'done.sh', num_workers: 0 });
+    root.addQueue({ name: 'formq', script: 'done.sh', num_workers: 0 });
+    root.addQueue({ name: 'single', script: 'done.sh', num_workers: 0 });
+    root.addQueue({ name: 'odd', script: 'done.sh', num_workers: 0 });
+    root.addQueue({ name: 'rq_router', script: 'done.sh', num_workers: 0 });
+    fs.writeFileSync(
+      path.join(root.root, 'loop.sh'),
+      '#!/bin/bash\n# Ticks until destroyed (60 s at most).\necho "run looping" >&3\nfor i in $(seq 1 600); do echo "tick $i"; sleep 0.1; done\necho "done looped" >&3\n',
+      { mode: 0o755 },
+    );
+    root.addQueue({ name: 'loop', script: './loop.sh' });
+  },
 });
 
 /** POST a JSON message to a queue's new_message; the reply array. */
 async function post(queue: string, msg: unknown): Promise<unknown> {
-  const res = await web.postJson(`/q/${queue}/new_message`, msg);
+  const res = await web().postJson(`/q/${queue}/new_message`, msg);
   expect(res.status).toBe(200);
   return res.json();
 }
@@ -85,13 +70,9 @@ function uploadForm(bytes: Buffer | string, filename: string, fields: Record<str
   return form;
 }
 
-function rackTemps(): string[] {
-  return fs.readdirSync(tmp).filter((n) => n.startsWith('RackMultipart'));
-}
-
 /** The temp files of an upload are gone by the time its reply is in (RQ's tests list $TMPDIR right after it). */
 function noTempFiles(): void {
-  expect(rackTemps()).toEqual([]);
+  expect(rackTemps(t())).toEqual([]);
 }
 
 function md5(bytes: Buffer): string {
@@ -119,7 +100,7 @@ describe('GET /q/:name/new_message', () => {
   }
 
   it('draws RQ form: action, hidden x_format, the fields in order, none hidden without form.json', async () => {
-    const res = await web.get('/q/test/new_message');
+    const res = await web().get('/q/test/new_message');
     expect(res.status).toBe(200);
     const html = await res.text();
     expect(html).toContain('<title>RQ :: test</title>');
@@ -152,13 +133,13 @@ describe('GET /q/:name/new_message', () => {
   });
 
   it('applies form.json: default hidden shows only the fields with an entry, with their label and help', async () => {
-    const file = path.join(t.queueDir('formq'), 'form.json');
+    const file = path.join(t().queueDir('formq'), 'form.json');
     fs.writeFileSync(
       file,
       JSON.stringify({ default: 'hidden', mesg_param1: { label: 'Cluster ID', help: 'The cluster to deploy to' }, mesg_param3: { label: 'Branch', help: 'Git branch <main>' } }),
     );
     try {
-      const f = fields(await text(web.get('/q/formq/new_message')));
+      const f = fields(await text(web().get('/q/formq/new_message')));
       const visible = f.filter((x) => x.style === undefined);
       expect(visible.map((x) => x.id)).toEqual(['mesg_param1_field', 'mesg_param3_field', 'mesg_submit_field']);
       expect(f.filter((x) => x.style !== undefined).every((x) => x.style === 'display: none;')).toBe(true);
@@ -171,10 +152,10 @@ describe('GET /q/:name/new_message', () => {
   });
 
   it('answers 500 "Bad overrides file" for a form.json that is not a JSON object', async () => {
-    const file = path.join(t.queueDir('formq'), 'form.json');
+    const file = path.join(t().queueDir('formq'), 'form.json');
     for (const bad of ['{"default": "hidden",', '[1,2]']) {
       fs.writeFileSync(file, bad);
-      const res = await web.get('/q/formq/new_message');
+      const res = await web().get('/q/formq/new_message');
       expect(res.status).toBe(500);
       expect(await res.text()).toBe('500 - Bad overrides file');
     }
@@ -182,16 +163,16 @@ describe('GET /q/:name/new_message', () => {
   });
 
   it('is the Not Found page for a missing queue', async () => {
-    const res = await web.get('/q/nosuch/new_message');
+    const res = await web().get('/q/nosuch/new_message');
     expect(res.status).toBe(404);
     expect(await res.text()).toContain('<h2>Not Found</h2>');
   });
 
   it('warns when the queue is DOWN', async () => {
-    const flag = path.join(t.root, 'config/downq.down');
+    const flag = path.join(t().root, 'config/downq.down');
     fs.writeFileSync(flag, '');
     try {
-      expect(await text(web.get('/q/downq/new_message'))).toContain('The queue is DOWN: new messages are refused.');
+      expect(await text(web().get('/q/downq/new_message'))).toContain('The queue is DOWN: new messages are refused.');
     } finally {
       fs.rmSync(flag);
     }
@@ -200,15 +181,15 @@ describe('GET /q/:name/new_message', () => {
 
 describe('POST /q/:name/new_message', () => {
   it('refuses a message with an unknown key with a 400 that names it, and creates nothing', async () => {
-    const before = fs.readdirSync(path.join(t.queueDir('idle'), 'que')).length;
-    const res = await web.postJson('/q/idle/new_message', { dest: 'idle', parm1: 'typo' });
+    const before = fs.readdirSync(path.join(t().queueDir('idle'), 'que')).length;
+    const res = await web().postJson('/q/idle/new_message', { dest: 'idle', parm1: 'typo' });
     expect(res.status).toBe(400);
     expect(await res.text()).toMatch(/^400 - Unknown message field "parm1"; known: dest, /);
-    expect(fs.readdirSync(path.join(t.queueDir('idle'), 'que'))).toHaveLength(before);
+    expect(fs.readdirSync(path.join(t().queueDir('idle'), 'que'))).toHaveLength(before);
   });
 
   it('takes a JSON body: the reply is the queue reply; counts to_i, webhook split', async () => {
-    const res = await web.postJson('/q/idle/new_message', {
+    const res = await web().postJson('/q/idle/new_message', {
       dest: 'http://127.0.0.1:3333/q/test',
       param1: 'json',
       count: '2abc',
@@ -220,7 +201,7 @@ describe('POST /q/:name/new_message', () => {
     const reply = (await res.json()) as [string, string];
     expect(reply[0]).toBe('ok');
     expect(reply[1]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/q\/idle\/\d{8}\.\d{4}\.\d\d\.\d{3}\.\d+$/);
-    const msg = await t.message('idle', shortId(reply[1]));
+    const msg = await t().message('idle', shortId(reply[1]));
     expect(msg).toMatchObject({ dest: 'http://127.0.0.1:3333/q/test', param1: 'json', count: 2, max_count: 3, state: 'que' });
     expect(msg['post_run_webhook']).toEqual(['http://a.example/x', 'http://b.example/y']);
     expect(msg).not.toHaveProperty('_method');
@@ -228,16 +209,16 @@ describe('POST /q/:name/new_message', () => {
 
   it('takes the form field mesg=<json> (x_format json by default, or any value but html)', async () => {
     for (const fields of [{}, { x_format: 'json' }, { x_format: 'yaml' }]) {
-      const res = await web.postForm('/q/idle/new_message', { ...fields, mesg: JSON.stringify({ dest: 'idle', param2: 'form', count: 2, max_count: 3 }) });
+      const res = await web().postForm('/q/idle/new_message', { ...fields, mesg: JSON.stringify({ dest: 'idle', param2: 'form', count: 2, max_count: 3 }) });
       expect(res.status).toBe(200);
       const reply = (await res.json()) as [string, string];
       expect(reply[0]).toBe('ok');
-      expect(await t.message('idle', shortId(reply[1]))).toMatchObject({ param2: 'form', count: 2, max_count: 3 });
+      expect(await t().message('idle', shortId(reply[1]))).toMatchObject({ param2: 'form', count: 2, max_count: 3 });
     }
   });
 
   it('x_format=html with back: the flash on the next page tells the new id, or the error', async () => {
-    const res = await web.postForm('/q/idle/new_message', {
+    const res = await web().postForm('/q/idle/new_message', {
       x_format: 'html',
       back: '/q/idle/new_message',
       'mesg[dest]': '/q/idle',
@@ -247,48 +228,48 @@ describe('POST /q/:name/new_message', () => {
       'mesg[_method]': 'commit',
     });
     expect(res.status).toBe(303);
-    expect(res.headers.get('location')).toBe(`${web.base}/q/idle/new_message`);
-    const next = await text(web.follow(res));
+    expect(res.headers.get('location')).toBe(`${web().base}/q/idle/new_message`);
+    const next = await text(web().follow(res));
     const full = /<div id="flash-notice" class="flash">Created message (http:\/\/\S+?)<\/div>/.exec(next)?.[1];
     expect(full).toBeDefined();
-    expect(await t.message('idle', shortId(full!))).toMatchObject({ dest: '/q/idle', param1: 'html', count: 2, max_count: 3 });
+    expect(await t().message('idle', shortId(full!))).toMatchObject({ dest: '/q/idle', param1: 'html', count: 2, max_count: 3 });
 
-    const bad = await web.postForm('/q/idle/new_message', { x_format: 'html', back: '/q/idle/new_message', 'mesg[param1]': 'no dest' });
+    const bad = await web().postForm('/q/idle/new_message', { x_format: 'html', back: '/q/idle/new_message', 'mesg[param1]': 'no dest' });
     expect(bad.status).toBe(303);
-    expect(await text(web.follow(bad))).toContain(
+    expect(await text(web().follow(bad))).toContain(
       '<div id="flash-error" class="flash">Error creating message: input missing required &#34;dest&#34; parameter</div>',
     );
   });
 
   it('x_format=html without back: the result page', async () => {
-    const html = await text(web.postForm('/q/idle/new_message', { x_format: 'html', 'mesg[dest]': 'idle', 'mesg[src]': 'result page' }));
+    const html = await text(web().postForm('/q/idle/new_message', { x_format: 'html', 'mesg[dest]': 'idle', 'mesg[src]': 'result page' }));
     expect(html).toContain('<h3>New Message Result</h3>');
     expect(html).toContain('Queue: <a href="/q/idle">idle</a>');
     const full = /OK - <a href='(http:\/\/[^']+)'>(http:\/\/[^<]+)<\/a>/.exec(html);
     expect(full?.[1]).toBe(full?.[2]);
     expect(html).toContain(`<a href="/q/idle/${shortId(full![1]!)}">Open the message page</a>`);
 
-    const fail = await text(web.postForm('/q/idle/new_message', { x_format: 'html', 'mesg[src]': 'no dest' }));
+    const fail = await text(web().postForm('/q/idle/new_message', { x_format: 'html', 'mesg[src]': 'no dest' }));
     expect(fail).toContain('fail - input missing required &#34;dest&#34; parameter');
   });
 
   it('dispatches _method: prep leaves the message in prep, single_que answers the waiting message', async () => {
     const prep = (await post('idle', { dest: 'idle', _method: 'prep' })) as [string, string];
-    expect(await t.state('idle', shortId(prep[1]))).toBe('prep');
+    expect(await t().state('idle', shortId(prep[1]))).toBe('prep');
     const first = (await post('single', { dest: 'single', _method: 'single_que' })) as [string, string];
     expect(first[0]).toBe('ok');
     const again = (await post('single', { dest: 'single', _method: 'single_que', param1: 'ignored' })) as [string, string];
     expect(again).toEqual(first);
-    expect(await t.rpc('single', 'num_messages')).toMatchObject({ que: 1 });
+    expect(await t().rpc('single', 'num_messages')).toMatchObject({ que: 1 });
   });
 
   it('answers 400 "Invalid method param" for any other _method', async () => {
     for (const m of ['bogus', 'delete', ['commit'], 'constructor']) {
-      const res = await web.postJson('/q/idle/new_message', { dest: 'idle', _method: m });
+      const res = await web().postJson('/q/idle/new_message', { dest: 'idle', _method: m });
       expect(res.status).toBe(400);
       expect(await res.text()).toBe('400 - Invalid method param');
     }
-    const form = await web.postForm('/q/idle/new_message', { x_format: 'html', 'mesg[dest]': 'idle', 'mesg[_method]': 'nope' });
+    const form = await web().postForm('/q/idle/new_message', { x_format: 'html', 'mesg[dest]': 'idle', 'mesg[_method]': 'nope' });
     expect(form.status).toBe(400);
   });
 
@@ -297,58 +278,58 @@ describe('POST /q/:name/new_message', () => {
   });
 
   it('answers a clear 400 for malformed JSON and a message that is not an object, creating nothing', async () => {
-    const before = await t.rpc('idle', 'num_messages');
+    const before = await t().rpc('idle', 'num_messages');
     const cases: [Promise<Response>, RegExp][] = [
-      [web.request('/q/idle/new_message', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"dest": "idle",' }), /^400 - Bad JSON body: /],
-      [web.postJson('/q/idle/new_message', ['dest', 'idle']), /^400 - The JSON body must be a message object, got an array$/],
-      [web.postForm('/q/idle/new_message', { mesg: '{"dest": idle}' }), /^400 - Bad JSON in 'mesg': /],
-      [web.postForm('/q/idle/new_message', { mesg: '"idle"' }), /^400 - Parameter 'mesg' must be a JSON object, got string "idle"$/],
-      [web.postForm('/q/idle/new_message', { x_format: 'json' }), /^400 - Parameter 'mesg' must be the message as JSON text, got nothing$/],
-      [web.postForm('/q/idle/new_message', { x_format: 'html', mesg: '{"dest":"idle"}' }), /^400 - With x_format=html the message is the form fields mesg\[dest\]/],
+      [web().request('/q/idle/new_message', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"dest": "idle",' }), /^400 - Bad JSON body: /],
+      [web().postJson('/q/idle/new_message', ['dest', 'idle']), /^400 - The JSON body must be a message object, got an array$/],
+      [web().postForm('/q/idle/new_message', { mesg: '{"dest": idle}' }), /^400 - Bad JSON in 'mesg': /],
+      [web().postForm('/q/idle/new_message', { mesg: '"idle"' }), /^400 - Parameter 'mesg' must be a JSON object, got string "idle"$/],
+      [web().postForm('/q/idle/new_message', { x_format: 'json' }), /^400 - Parameter 'mesg' must be the message as JSON text, got nothing$/],
+      [web().postForm('/q/idle/new_message', { x_format: 'html', mesg: '{"dest":"idle"}' }), /^400 - With x_format=html the message is the form fields mesg\[dest\]/],
     ];
     for (const [res, body] of cases) {
       const r = await res;
       expect(r.status).toBe(400);
       expect(await r.text()).toMatch(body);
     }
-    expect(await t.rpc('idle', 'num_messages')).toEqual(before);
+    expect(await t().rpc('idle', 'num_messages')).toEqual(before);
   });
 
   it('answers 503 for a DOWN queue, and its message pages are 404', async () => {
     const id = await create('downq');
-    const flag = path.join(t.root, 'config/downq.down');
+    const flag = path.join(t().root, 'config/downq.down');
     fs.writeFileSync(flag, '');
     try {
-      const res = await web.postJson('/q/downq/new_message', { dest: 'downq' });
+      const res = await web().postJson('/q/downq/new_message', { dest: 'downq' });
       expect(res.status).toBe(503);
       expect(await res.text()).toBe('503 - Service Unavailable - Operationally Down');
-      const form = await web.postForm('/q/downq/new_message', { x_format: 'html', back: '/', 'mesg[dest]': 'downq' });
+      const form = await web().postForm('/q/downq/new_message', { x_format: 'html', back: '/', 'mesg[dest]': 'downq' });
       expect(form.status).toBe(503);
-      expect((await web.get(`/q/downq/${id}`)).status).toBe(404);
-      expect((await web.get(`/q/downq/${id}.json`)).status).toBe(404);
-      expect((await web.get(`/q/downq/${id}/state.json`)).status).toBe(404);
+      expect((await web().get(`/q/downq/${id}`)).status).toBe(404);
+      expect((await web().get(`/q/downq/${id}.json`)).status).toBe(404);
+      expect((await web().get(`/q/downq/${id}/state.json`)).status).toBe(404);
     } finally {
       fs.rmSync(flag);
     }
-    expect((await web.get(`/q/downq/${id}`)).status).toBe(200);
+    expect((await web().get(`/q/downq/${id}`)).status).toBe(200);
   });
 
   it('is the Not Found page for a missing queue', async () => {
-    const res = await web.postJson('/q/nosuch/new_message', { dest: 'nosuch' });
+    const res = await web().postJson('/q/nosuch/new_message', { dest: 'nosuch' });
     expect(res.status).toBe(404);
     expect(await res.text()).toContain('<h2>Not Found</h2>');
   });
 
   it('sends to rq_router in router mode, and message URLs resolve there', async () => {
-    const rules = path.join(t.root, 'config/rq_router_rules.rb');
+    const rules = path.join(t().root, 'config/rq_router_rules.rb');
     fs.writeFileSync(rules, '# router mode\n');
     try {
       const reply = (await post('test', { dest: 'test', param1: 'routed' })) as [string, string];
       expect(reply[1]).toContain('/q/rq_router/');
       const id = shortId(reply[1]);
-      expect(await t.state('rq_router', id)).toBe('que');
-      expect(await (await web.get(`/q/test/${id}.json`)).json()).toMatchObject({ msg_id: id, param1: 'routed' });
-      expect(await (await web.get(`/q/test/${id}/state.json`)).json()).toEqual(['que']);
+      expect(await t().state('rq_router', id)).toBe('que');
+      expect(await (await web().get(`/q/test/${id}.json`)).json()).toMatchObject({ msg_id: id, param1: 'routed' });
+      expect(await (await web().get(`/q/test/${id}/state.json`)).json()).toEqual(['que']);
     } finally {
       fs.rmSync(rules);
     }
@@ -358,8 +339,8 @@ describe('POST /q/:name/new_message', () => {
 describe('GET /q/:name/:msg_id', () => {
   it('shows the summary table in RQ markup: count 2, max_count 3 and the default 15', async () => {
     const id = await create('test', { param1: 'summary', count: 2, max_count: 3 });
-    expect(await t.waitState('test', id, 'done')).toBe('done - all good');
-    const res = await web.get(`/q/test/${id}`);
+    expect(await t().waitState('test', id, 'done')).toBe('done - all good');
+    const res = await web().get(`/q/test/${id}`);
     expect(res.status).toBe(200);
     const html = await res.text();
     expect(html).toMatch(/\scount[^:]+:[^2]+2\s/);
@@ -367,16 +348,16 @@ describe('GET /q/:name/:msg_id', () => {
     expect(html).toContain('  <tr class="hideme hidden">\n    <td class="key">\n count</td><td class="sep"> : </td><td> 2 </td>\n  </tr>');
     expect(html).toContain('<td class="key">\n status</td><td class="sep"> : </td><td> done - all good </td>');
     expect(html).toContain('<td class="key">\n param1</td><td class="sep"> : </td><td> summary </td>');
-    expect(html).toContain(`<td class="key">\n orig_msg_id</td><td class="sep"> : </td><td> <a href="http://127.0.0.1:${web.port}/q/test/${id}">http://127.0.0.1:${web.port}/q/test/${id}</a> </td>`);
+    expect(html).toContain(`<td class="key">\n orig_msg_id</td><td class="sep"> : </td><td> <a href="http://127.0.0.1:${web().port}/q/test/${id}">http://127.0.0.1:${web().port}/q/test/${id}</a> </td>`);
 
     const dflt = await create('idle', { param1: 'default' });
-    expect(await text(web.get(`/q/idle/${dflt}`))).toMatch(/\smax_count[^:]+:[^1]+15\s/);
+    expect(await text(web().get(`/q/idle/${dflt}`))).toMatch(/\smax_count[^:]+:[^1]+15\s/);
   });
 
   it('shows the header, status, actions, attachments, log links and the live tail panel', async () => {
     const id = await create('test', { param1: 'page' });
-    await t.waitState('test', id, 'done');
-    const html = await text(web.get(`/q/test/${id}`));
+    await t().waitState('test', id, 'done');
+    const html = await text(web().get(`/q/test/${id}`));
     expect(html).toContain(`RQ : test : ${id}`);
     expect(html).toContain('<span class="msg-status" id="msg-status">all good</span>');
     expect(html).toMatch(new RegExp(`<form [^>]*action="/q/test/${id}/clone"><button [^>]*>Clone message</button>`));
@@ -398,30 +379,30 @@ describe('GET /q/:name/:msg_id', () => {
 
   it('offers destroy, not delete, while the message runs', async () => {
     const id = await create('loop');
-    await t.waitState('loop', id, 'run');
-    await waitFor(async () => (await t.statusOf('loop', id)) === 'run - looping');
-    const html = await text(web.get(`/q/loop/${id}`));
+    await t().waitState('loop', id, 'run');
+    await waitFor(async () => (await t().statusOf('loop', id)) === 'run - looping');
+    const html = await text(web().get(`/q/loop/${id}`));
     expect(html).toContain('name="_method" value="destroy"');
     expect(html).not.toContain('name="_method" value="delete"');
     expect(html).toContain('<span class="msg-status" id="msg-status">looping</span>');
-    expect(await (await web.postForm(`/q/loop/${id}`, { _method: 'destroy', x_format: 'json' })).json()).toEqual(['ok', 'msg destroyed']);
-    await t.waitState('loop', id, 'err');
+    expect(await (await web().postForm(`/q/loop/${id}`, { _method: 'destroy', x_format: 'json' })).json()).toEqual(['ok', 'msg destroyed']);
+    await t().waitState('loop', id, 'err');
   });
 
   it('answers the read view for <id>.json and the state for state.json', async () => {
     const id = await create('idle', { param3: 'view' });
-    const res = await web.get(`/q/idle/${id}.json`);
+    const res = await web().get(`/q/idle/${id}.json`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(await res.json()).toEqual(await t.message('idle', id));
-    const state = await web.get(`/q/idle/${id}/state.json`);
+    expect(await res.json()).toEqual(await t().message('idle', id));
+    const state = await web().get(`/q/idle/${id}/state.json`);
     expect(state.headers.get('content-type')).toMatch(/^application\/json/);
     expect(await state.json()).toEqual(['que']);
   });
 
   it('is 404 for an unknown id, in every variant', async () => {
     for (const p of ['/q/idle/20200101.0000.00.000.1', '/q/idle/20200101.0000.00.000.1.json', '/q/idle/20200101.0000.00.000.1/state.json', '/q/idle/nonsense', '/q/nosuch/20200101.0000.00.000.1']) {
-      const res = await web.get(p);
+      const res = await web().get(p);
       expect(res.status, p).toBe(404);
       expect(await res.text(), p).toContain('<h2>Not Found</h2>');
     }
@@ -429,7 +410,7 @@ describe('GET /q/:name/:msg_id', () => {
 
   it('escapes what it shows: a param with a script tag is text', async () => {
     const id = await create('idle', { param1: '<script>alert(1)</script>', src: '"><img src=x onerror=alert(2)>' });
-    const html = await text(web.get(`/q/idle/${id}`));
+    const html = await text(web().get(`/q/idle/${id}`));
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(html).not.toContain('<script>alert(1)');
     expect(html).not.toContain('<img src=x');
@@ -439,7 +420,7 @@ describe('GET /q/:name/:msg_id', () => {
   it('shows odd values as they are: a due that is no time, a dest that is not a string', async () => {
     for (const due of ['soon', 1e300]) {
       const id = await create('odd', { due, dest: { host: 'x' } });
-      const res = await web.get(`/q/odd/${id}`);
+      const res = await web().get(`/q/odd/${id}`);
       expect(res.status).toBe(200);
       const html = await res.text();
       expect(html).toContain(`<td class="key">\n due</td><td class="sep"> : </td><td> ${typeof due === 'string' ? due : JSON.stringify(due)} </td>`);
@@ -449,10 +430,10 @@ describe('GET /q/:name/:msg_id', () => {
 
   it('never reads outside the queue: traversal in msg_id is 404', async () => {
     // A message-shaped directory outside the state directories, and a file at the root.
-    const sneaky = path.join(t.queueDir('idle'), 'sneaky');
+    const sneaky = path.join(t().queueDir('idle'), 'sneaky');
     fs.mkdirSync(sneaky, { recursive: true });
     fs.writeFileSync(path.join(sneaky, 'msg'), JSON.stringify({ msg_id: 'sneaky', dest: 'SECRET-SNEAKY' }));
-    fs.writeFileSync(path.join(t.root, 'secret.json'), JSON.stringify({ msg_id: 'x', dest: 'SECRET-ROOT' }));
+    fs.writeFileSync(path.join(t().root, 'secret.json'), JSON.stringify({ msg_id: 'x', dest: 'SECRET-ROOT' }));
     const paths = [
       '/q/idle/..%2fsneaky',
       '/q/idle/..%2fsneaky.json',
@@ -469,7 +450,7 @@ describe('GET /q/:name/:msg_id', () => {
       '/q/idle/%00sneaky',
     ];
     for (const p of paths) {
-      const raw = await web.raw(`GET ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+      const raw = await web().raw(`GET ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
       expect(raw, p).toMatch(/^HTTP\/1\.1 404 /);
       expect(bodyOf(raw), p).not.toContain('SECRET');
     }
@@ -481,7 +462,7 @@ describe('GET /q/:name/:msg_id', () => {
       ['/q/idle/%252e%252e%252fsneaky/run_now', /^HTTP\/1\.1 500 [\s\S]*"msg not in runnable state"/],
     ];
     for (const [p, reply] of actions) {
-      const raw = await web.raw(`POST ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 0\r\n\r\n`);
+      const raw = await web().raw(`POST ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 0\r\n\r\n`);
       expect(raw, p).toMatch(reply);
     }
     expect(fs.readdirSync(sneaky)).toEqual(['msg']);
@@ -491,49 +472,49 @@ describe('GET /q/:name/:msg_id', () => {
 describe('clone, run now, delete, destroy, commit', () => {
   it('clones a finished message: flash, 303 to the queue, the copy runs with cloned_from', async () => {
     const id = await create('fail', { param1: 'clone me' });
-    await t.waitState('fail', id, 'err');
-    const res = await web.postForm(`/q/fail/${id}/clone`, {});
+    await t().waitState('fail', id, 'err');
+    const res = await web().postForm(`/q/fail/${id}/clone`, {});
     expect(res.status).toBe(303);
-    expect(res.headers.get('location')).toBe(`${web.base}/q/fail`);
-    expect(await text(web.follow(res))).toContain('<div id="flash-notice" class="flash">Message cloned successfully</div>');
+    expect(res.headers.get('location')).toBe(`${web().base}/q/fail`);
+    expect(await text(web().follow(res))).toContain('<div id="flash-notice" class="flash">Message cloned successfully</div>');
     let copy: string | undefined;
     await waitFor(async () => {
-      const errs = (await t.rpc('fail', 'messages', { state: 'err' })) as { msg_id: string }[];
-      for (const e of errs) if ((await t.message('fail', e.msg_id))['cloned_from'] === id) copy = e.msg_id;
+      const errs = (await t().rpc('fail', 'messages', { state: 'err' })) as { msg_id: string }[];
+      for (const e of errs) if ((await t().message('fail', e.msg_id))['cloned_from'] === id) copy = e.msg_id;
       return copy !== undefined;
     });
-    expect(await t.message('fail', copy!)).toMatchObject({ param1: 'clone me', count: 0, cloned_from: id });
-    const html = await text(web.get(`/q/fail/${copy!}`));
+    expect(await t().message('fail', copy!)).toMatchObject({ param1: 'clone me', count: 0, cloned_from: id });
+    const html = await text(web().get(`/q/fail/${copy!}`));
     expect(html).toContain(`<td class="key">\n cloned_from</td><td class="sep"> : </td><td> <a href="/q/fail/${id}">${id}</a> </td>`);
   });
 
   it('answers 500 with the reply dump when clone is refused', async () => {
     const waiting = await create('idle');
-    const res = await web.postForm(`/q/idle/${waiting}/clone`, {});
+    const res = await web().postForm(`/q/idle/${waiting}/clone`, {});
     expect(res.status).toBe(500);
     expect(await res.text()).toBe('500 - Couldn\'t clone message. ["fail", "cannot clone message in que state"].');
-    const missing = await web.postForm('/q/idle/20200101.0000.00.000.1/clone', {});
+    const missing = await web().postForm('/q/idle/20200101.0000.00.000.1/clone', {});
     expect(await missing.text()).toBe('500 - Couldn\'t clone message. ["fail", "msg not found"].');
   });
 
   it('runs a waiting message now (route and _method=run_now): flash, 303 to the message page', async () => {
     const id = await create('idle', { due: Math.floor(Date.now() / 1000) + 3600 });
     for (const [p, fields] of [[`/q/idle/${id}/run_now`, {}], [`/q/idle/${id}`, { _method: 'run_now' }]] as const) {
-      const res = await web.postForm(p, fields);
+      const res = await web().postForm(p, fields);
       expect(res.status).toBe(303);
-      expect(res.headers.get('location')).toBe(`${web.base}/q/idle/${id}`);
-      const page = await web.follow(res);
+      expect(res.headers.get('location')).toBe(`${web().base}/q/idle/${id}`);
+      const page = await web().follow(res);
       expect(page.status).toBe(200);
       expect(await page.text()).toContain('<div id="flash-notice" class="flash">Message in run successfully</div>');
     }
-    expect(Number((await t.message('idle', id))['due'])).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
+    expect(Number((await t().message('idle', id))['due'])).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
   });
 
   it('answers 500 with the reply dump when run now is refused', async () => {
     const id = await create('test');
-    await t.waitState('test', id, 'done');
+    await t().waitState('test', id, 'done');
     for (const [p, fields] of [[`/q/test/${id}/run_now`, {}], [`/q/test/${id}`, { _method: 'run_now' }]] as const) {
-      const res = await web.postForm(p, fields);
+      const res = await web().postForm(p, fields);
       expect(res.status).toBe(500);
       expect(await res.text()).toBe('500 - Couldn\'t run message. ["fail", "msg not in runnable state"].');
     }
@@ -541,69 +522,69 @@ describe('clone, run now, delete, destroy, commit', () => {
 
   it('deletes: html flash and 303 to the queue; json reply; a failure flashes on the message page', async () => {
     const id = await create('idle');
-    const res = await web.postForm(`/q/idle/${id}`, { _method: 'delete' });
+    const res = await web().postForm(`/q/idle/${id}`, { _method: 'delete' });
     expect(res.status).toBe(303);
-    expect(res.headers.get('location')).toBe(`${web.base}/q/idle`);
-    expect(await text(web.follow(res))).toContain('<div id="flash-notice" class="flash">Message deleted successfully</div>');
-    expect(await t.state('idle', id)).toBeUndefined();
+    expect(res.headers.get('location')).toBe(`${web().base}/q/idle`);
+    expect(await text(web().follow(res))).toContain('<div id="flash-notice" class="flash">Message deleted successfully</div>');
+    expect(await t().state('idle', id)).toBeUndefined();
 
     const other = await create('idle');
-    expect(await (await web.postForm(`/q/idle/${other}`, { _method: 'delete', x_format: 'json' })).json()).toEqual(['ok', 'msg deleted']);
-    expect(await (await web.postForm(`/q/idle/${other}`, { _method: 'delete', x_format: 'json' })).json()).toEqual(['fail', 'msg not found']);
+    expect(await (await web().postForm(`/q/idle/${other}`, { _method: 'delete', x_format: 'json' })).json()).toEqual(['ok', 'msg deleted']);
+    expect(await (await web().postForm(`/q/idle/${other}`, { _method: 'delete', x_format: 'json' })).json()).toEqual(['fail', 'msg not found']);
 
-    const again = await web.postForm(`/q/idle/${id}`, { _method: 'delete' });
-    expect(again.headers.get('location')).toBe(`${web.base}/q/idle/${id}`);
-    const gone = await web.follow(again);
+    const again = await web().postForm(`/q/idle/${id}`, { _method: 'delete' });
+    expect(again.headers.get('location')).toBe(`${web().base}/q/idle/${id}`);
+    const gone = await web().follow(again);
     expect(gone.status).toBe(404);
     expect(await gone.text()).toContain('<div id="flash-error" class="flash">Delete got [&#34;fail&#34;, &#34;msg not found&#34;]</div>');
   });
 
   it('destroys a running message: flash, 303 to the queue, the run ends in err', async () => {
     const id = await create('loop');
-    await t.waitState('loop', id, 'run');
-    const res = await web.postForm(`/q/loop/${id}`, { _method: 'destroy' });
+    await t().waitState('loop', id, 'run');
+    const res = await web().postForm(`/q/loop/${id}`, { _method: 'destroy' });
     expect(res.status).toBe(303);
-    expect(res.headers.get('location')).toBe(`${web.base}/q/loop`);
-    expect(await text(web.follow(res))).toContain('<div id="flash-notice" class="flash">Message destroyed successfully</div>');
-    expect(await t.waitState('loop', id, 'err')).toMatch(/SIGTERM/);
+    expect(res.headers.get('location')).toBe(`${web().base}/q/loop`);
+    expect(await text(web().follow(res))).toContain('<div id="flash-notice" class="flash">Message destroyed successfully</div>');
+    expect(await t().waitState('loop', id, 'err')).toMatch(/SIGTERM/);
 
-    const failed = await web.postForm(`/q/loop/${id}`, { _method: 'destroy' });
-    expect(failed.headers.get('location')).toBe(`${web.base}/q/loop/${id}`);
-    expect(await text(web.follow(failed))).toContain('<div id="flash-error" class="flash">destroy got [&#34;fail&#34;, &#34;msg not found&#34;]</div>');
-    expect(await (await web.postForm(`/q/loop/${id}`, { _method: 'destroy', x_format: 'json' })).json()).toEqual(['fail', 'msg not found']);
+    const failed = await web().postForm(`/q/loop/${id}`, { _method: 'destroy' });
+    expect(failed.headers.get('location')).toBe(`${web().base}/q/loop/${id}`);
+    expect(await text(web().follow(failed))).toContain('<div id="flash-error" class="flash">destroy got [&#34;fail&#34;, &#34;msg not found&#34;]</div>');
+    expect(await (await web().postForm(`/q/loop/${id}`, { _method: 'destroy', x_format: 'json' })).json()).toEqual(['fail', 'msg not found']);
   });
 
   it('commits a prep message: flash and 303 to its page; json replies; a failure flashes', async () => {
     const prep = shortId(((await post('idle', { dest: 'idle', _method: 'prep' })) as [string, string])[1]);
-    const page = await text(web.get(`/q/idle/${prep}`));
+    const page = await text(web().get(`/q/idle/${prep}`));
     expect(page).toContain('<button type="submit" class="primary">Commit Message</button>');
     expect(page).toContain('<button type="submit" class="danger">Delete Message</button>');
     expect(page).toMatch(new RegExp(`<form class="msg-upload" method="post" action="/q/idle/${prep}/attach/new" enctype="multipart/form-data">`));
     expect(page).toContain('<input type="file" name="filedata" required>');
 
-    const res = await web.postForm(`/q/idle/${prep}`, { _method: 'commit' });
+    const res = await web().postForm(`/q/idle/${prep}`, { _method: 'commit' });
     expect(res.status).toBe(303);
-    expect(res.headers.get('location')).toBe(`${web.base}/q/idle/${prep}`);
-    const after = await text(web.follow(res));
+    expect(res.headers.get('location')).toBe(`${web().base}/q/idle/${prep}`);
+    const after = await text(web().follow(res));
     expect(after).toContain('<div id="flash-notice" class="flash">Message committed successfully</div>');
     expect(after).toContain('<span class="msg-badge" id="msg-state">que</span>');
 
-    const again = await web.postForm(`/q/idle/${prep}`, { _method: 'commit' });
-    expect(await text(web.follow(again))).toContain('<div id="flash-error" class="flash">Commit got [&#34;fail&#34;, &#34;cannot find message&#34;]</div>');
-    expect(await (await web.postForm(`/q/idle/${prep}`, { _method: 'commit', x_format: 'json' })).json()).toEqual(['fail', 'cannot find message']);
+    const again = await web().postForm(`/q/idle/${prep}`, { _method: 'commit' });
+    expect(await text(web().follow(again))).toContain('<div id="flash-error" class="flash">Commit got [&#34;fail&#34;, &#34;cannot find message&#34;]</div>');
+    expect(await (await web().postForm(`/q/idle/${prep}`, { _method: 'commit', x_format: 'json' })).json()).toEqual(['fail', 'cannot find message']);
 
     const other = shortId(((await post('idle', { dest: 'idle', _method: 'prep' })) as [string, string])[1]);
-    expect(await (await web.postForm(`/q/idle/${other}`, { _method: 'commit', x_format: 'json' })).json()).toEqual(['ok', 'msg commited']);
+    expect(await (await web().postForm(`/q/idle/${other}`, { _method: 'commit', x_format: 'json' })).json()).toEqual(['ok', 'msg commited']);
   });
 
   it('answers 400 "Invalid method param" for a missing or unknown _method', async () => {
     const id = await create('idle');
     for (const fields of [{}, { _method: 'bogus' }, { _method: 'clone' }]) {
-      const res = await web.postForm(`/q/idle/${id}`, fields);
+      const res = await web().postForm(`/q/idle/${id}`, fields);
       expect(res.status).toBe(400);
       expect(await res.text()).toBe('400 - Invalid method param');
     }
-    expect(await t.state('idle', id)).toBe('que');
+    expect(await t().state('idle', id)).toBe('que');
   });
 });
 
@@ -615,20 +596,20 @@ describe('attachments', () => {
   it('uploads a binary file (json reply with its md5), downloads it unchanged, and leaves no temp file', async () => {
     const id = await prepMessage();
     const bytes = crypto.randomBytes(300_000);
-    const res = await web.postMultipart(`/q/idle/${id}/attach/new`, uploadForm(bytes, 'blob.bin', { x_format: 'json', pathname: '/etc/passwd', msg_id: 'ignored' }));
+    const res = await web().postMultipart(`/q/idle/${id}/attach/new`, uploadForm(bytes, 'blob.bin', { x_format: 'json', pathname: '/etc/passwd', msg_id: 'ignored' }));
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(['ok', `${md5(bytes)}-Attached successfully`]);
     noTempFiles();
-    const onDisk = path.join(t.queueDir('idle'), 'prep', id, 'attach', 'blob.bin');
+    const onDisk = path.join(t().queueDir('idle'), 'prep', id, 'attach', 'blob.bin');
     expect(md5(fs.readFileSync(onDisk))).toBe(md5(bytes));
 
-    const view = (await (await web.get(`/q/idle/${id}.json`)).json()) as { _attachments: Record<string, { md5: string; size: number }> };
+    const view = (await (await web().get(`/q/idle/${id}.json`)).json()) as { _attachments: Record<string, { md5: string; size: number }> };
     expect(view._attachments['blob.bin']).toMatchObject({ md5: md5(bytes), size: bytes.length });
-    const download = await web.get(`/q/idle/${id}/attach/blob.bin`);
+    const download = await web().get(`/q/idle/${id}/attach/blob.bin`);
     expect(download.status).toBe(200);
     expect(md5(Buffer.from(await download.arrayBuffer()))).toBe(md5(bytes));
 
-    const page = await text(web.get(`/q/idle/${id}`));
+    const page = await text(web().get(`/q/idle/${id}`));
     expect(page).toContain(`<td><a href="/q/idle/${id}/attach/blob.bin">blob.bin</a></td>`);
     expect(page).toContain(`<td class="mono">${md5(bytes)}</td>`);
     expect(page).toContain(`<form class="inline" method="post" action="/q/idle/${id}/attach/blob.bin"><input type="hidden" name="_method" value="delete">`);
@@ -636,16 +617,16 @@ describe('attachments', () => {
 
   it('uploads from the html form: flash and 303 to the message page; a refusal is a text reply', async () => {
     const id = await prepMessage();
-    const res = await web.postMultipart(`/q/idle/${id}/attach/new`, uploadForm('hello\n', 'hello.txt', { x_format: 'html' }));
+    const res = await web().postMultipart(`/q/idle/${id}/attach/new`, uploadForm('hello\n', 'hello.txt', { x_format: 'html' }));
     expect(res.status).toBe(303);
-    expect(res.headers.get('location')).toBe(`${web.base}/q/idle/${id}`);
-    const page = await text(web.follow(res));
+    expect(res.headers.get('location')).toBe(`${web().base}/q/idle/${id}`);
+    const page = await text(web().follow(res));
     expect(page).toContain('<div id="flash-notice" class="flash">Attached message successfully</div>');
     expect(page).toContain('hello.txt');
     noTempFiles();
 
     const queued = await create('idle');
-    const refused = await web.postMultipart(`/q/idle/${queued}/attach/new`, uploadForm('x', 'x.txt'));
+    const refused = await web().postMultipart(`/q/idle/${queued}/attach/new`, uploadForm('x', 'x.txt'));
     expect(refused.status).toBe(200);
     expect(refused.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(await refused.text()).toBe(`Commit idle/${queued} got ["fail", "cannot find message"]`);
@@ -658,21 +639,21 @@ describe('attachments', () => {
     noFile.append('x_format', 'json');
     noFile.append('filedata', 'just a field');
     const cases = [
-      web.postMultipart(`/q/idle/${id}/attach/new`, noFile),
-      web.postMultipart(`/q/idle/${id}/attach/new`, uploadForm('x', '', { x_format: 'json' })),
-      web.postForm(`/q/idle/${id}/attach/new`, { x_format: 'json', filedata: 'x' }),
-      web.postMultipart(`/q/nosuch/${id}/attach/new`, uploadForm('x', 'a.txt')),
+      web().postMultipart(`/q/idle/${id}/attach/new`, noFile),
+      web().postMultipart(`/q/idle/${id}/attach/new`, uploadForm('x', '', { x_format: 'json' })),
+      web().postForm(`/q/idle/${id}/attach/new`, { x_format: 'json', filedata: 'x' }),
+      web().postMultipart(`/q/nosuch/${id}/attach/new`, uploadForm('x', 'a.txt')),
     ];
     for (const res of cases) expect((await res).status).toBe(404);
     noTempFiles();
-    expect(fs.existsSync(path.join(t.queueDir('idle'), 'prep', id, 'attach'))).toBe(false);
+    expect(fs.existsSync(path.join(t().queueDir('idle'), 'prep', id, 'attach'))).toBe(false);
   });
 
   it('refuses bad attachment names with the queue text; nothing lands outside attach/', async () => {
     const id = await prepMessage();
-    const dir = path.join(t.queueDir('idle'), 'prep', id);
+    const dir = path.join(t().queueDir('idle'), 'prep', id);
     const reply = async (name: string): Promise<unknown> =>
-      (await web.postMultipart(`/q/idle/${id}/attach/new`, uploadForm('evil', name, { x_format: 'json' }))).json();
+      (await web().postMultipart(`/q/idle/${id}/attach/new`, uploadForm('evil', name, { x_format: 'json' }))).json();
     expect(await reply('.hidden')).toEqual(['fail', 'Attachment name as a dot-file not allowed: .hidden']);
     expect(await reply('a<b>.txt')).toEqual(['fail', 'Attachment name has invalid character. not allowed: a<b>.txt']);
     // The client's file name is passed whole (not cut to its last segment), so a path is refused.
@@ -681,8 +662,8 @@ describe('attachments', () => {
     expect(await reply('x\\..\\back')).toEqual(['fail', 'Attachment name has invalid character. not allowed: x\\..\\back']);
     expect(fs.readdirSync(path.join(dir, 'attach'))).toEqual([]);
     expect(fs.readdirSync(dir).sort()).toEqual(['attach', 'msg']);
-    expect(fs.existsSync(path.join(t.queueDir('idle'), 'prep', 'escaped'))).toBe(false);
-    expect(fs.existsSync(path.join(t.queueDir('idle'), 'escaped'))).toBe(false);
+    expect(fs.existsSync(path.join(t().queueDir('idle'), 'prep', 'escaped'))).toBe(false);
+    expect(fs.existsSync(path.join(t().queueDir('idle'), 'escaped'))).toBe(false);
     noTempFiles();
   });
 
@@ -694,7 +675,7 @@ describe('attachments', () => {
 
   it('closes and removes the temp files of uploads the client abandons half-way', async () => {
     const id = await prepMessage();
-    const pid = webPid(t);
+    const pid = webPid(t());
     const before = fdCount(pid);
     const boundary = `rq${crypto.randomBytes(8).toString('hex')}`;
     const { head, tail } = multipartOf(boundary);
@@ -702,26 +683,26 @@ describe('attachments', () => {
     const length = head.length + 2 * half + tail.length;
     const sockets = await Promise.all(
       Array.from({ length: 20 }, () => new Promise<net.Socket>((resolve, reject) => {
-        const sock = net.connect(web.port, '127.0.0.1', () => {
+        const sock = net.connect(web().port, '127.0.0.1', () => {
           sock.write(`POST /q/idle/${id}/attach/new HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${length}\r\n\r\n${head}`);
           sock.write(crypto.randomBytes(half), () => resolve(sock));
         });
         sock.on('error', reject);
       })),
     );
-    await waitFor(() => rackTemps().length === 20, 10_000, 'the 20 uploads to reach their temp files');
+    await waitFor(() => rackTemps(t()).length === 20, 10_000, 'the 20 uploads to reach their temp files');
     for (const sock of sockets) sock.destroy();
-    await waitFor(() => rackTemps().length === 0 && fdCount(pid) <= before, 10_000, `no temp file left and the web's fds back to ${before}`);
-    expect(webPid(t)).toBe(pid);
+    await waitFor(() => rackTemps(t()).length === 0 && fdCount(pid) <= before, 10_000, `no temp file left and the web's fds back to ${before}`);
+    expect(webPid(t())).toBe(pid);
   });
 
   it('answers a body cut short with a 400, its temp file already gone', async () => {
     const id = await prepMessage();
-    const pid = webPid(t);
+    const pid = webPid(t());
     const before = fdCount(pid);
     const boundary = `rq${crypto.randomBytes(8).toString('hex')}`;
     const body = multipartOf(boundary).head + 'x'.repeat(100_000); // no closing boundary
-    const reply = await web.raw(
+    const reply = await web().raw(
       `POST /q/idle/${id}/attach/new HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
     );
     expect(reply).toMatch(/^HTTP\/1\.1 400 /);
@@ -732,56 +713,57 @@ describe('attachments', () => {
 
   it('answers a clear 500 when the upload cannot be stored (no tmp dir), and keeps serving', async () => {
     const id = await prepMessage();
-    const pid = webPid(t);
+    const pid = webPid(t());
+    const tmp = path.join(t().root, 'tmp');
     const away = `${tmp}.away`;
     fs.renameSync(tmp, away);
     let res: Response;
     try {
       // Big enough that busboy still reads when the open fails.
-      res = await web.postMultipart(`/q/idle/${id}/attach/new`, uploadForm(crypto.randomBytes(5_000_000), 'lost.bin', { x_format: 'json' }));
+      res = await web().postMultipart(`/q/idle/${id}/attach/new`, uploadForm(crypto.randomBytes(5_000_000), 'lost.bin', { x_format: 'json' }));
     } finally {
       fs.renameSync(away, tmp);
     }
     expect(res.status).toBe(500);
     expect(await res.text()).toMatch(/^500 - Could not store the upload: ENOENT: no such file or directory, open '.*RackMultipart-[^']*'$/);
-    expect(webPid(t)).toBe(pid);
-    const ok = await web.postMultipart(`/q/idle/${id}/attach/new`, uploadForm('kept\n', 'kept.txt', { x_format: 'json' }));
+    expect(webPid(t())).toBe(pid);
+    const ok = await web().postMultipart(`/q/idle/${id}/attach/new`, uploadForm('kept\n', 'kept.txt', { x_format: 'json' }));
     expect(((await ok.json()) as unknown[])[0]).toBe('ok');
     noTempFiles();
-    expect(fs.readdirSync(path.join(t.queueDir('idle'), 'prep', id, 'attach'))).toEqual(['kept.txt']);
+    expect(fs.readdirSync(path.join(t().queueDir('idle'), 'prep', id, 'attach'))).toEqual(['kept.txt']);
   });
 
   it('deletes an attachment: flash and 303; json replies; a refusal is a text reply; other _method is 400', async () => {
     const id = await prepMessage();
-    await web.postMultipart(`/q/idle/${id}/attach/new`, uploadForm('one', 'one.txt', { x_format: 'json' }));
-    await web.postMultipart(`/q/idle/${id}/attach/new`, uploadForm('two', 'two.txt', { x_format: 'json' }));
+    await web().postMultipart(`/q/idle/${id}/attach/new`, uploadForm('one', 'one.txt', { x_format: 'json' }));
+    await web().postMultipart(`/q/idle/${id}/attach/new`, uploadForm('two', 'two.txt', { x_format: 'json' }));
 
-    const res = await web.postForm(`/q/idle/${id}/attach/one.txt`, { _method: 'delete' });
+    const res = await web().postForm(`/q/idle/${id}/attach/one.txt`, { _method: 'delete' });
     expect(res.status).toBe(303);
-    expect(res.headers.get('location')).toBe(`${web.base}/q/idle/${id}`);
-    expect(await text(web.follow(res))).toContain('<div id="flash-notice" class="flash">Attachment deleted successfully</div>');
-    expect(fs.readdirSync(path.join(t.queueDir('idle'), 'prep', id, 'attach'))).toEqual(['two.txt']);
+    expect(res.headers.get('location')).toBe(`${web().base}/q/idle/${id}`);
+    expect(await text(web().follow(res))).toContain('<div id="flash-notice" class="flash">Attachment deleted successfully</div>');
+    expect(fs.readdirSync(path.join(t().queueDir('idle'), 'prep', id, 'attach'))).toEqual(['two.txt']);
 
-    expect(await (await web.postForm(`/q/idle/${id}/attach/two.txt`, { _method: 'delete', x_format: 'json' })).json()).toEqual([
+    expect(await (await web().postForm(`/q/idle/${id}/attach/two.txt`, { _method: 'delete', x_format: 'json' })).json()).toEqual([
       'ok',
       'Attachment deleted successfully',
     ]);
-    expect(await (await web.postForm(`/q/idle/${id}/attach/two.txt`, { _method: 'delete', x_format: 'json' })).json()).toEqual([
+    expect(await (await web().postForm(`/q/idle/${id}/attach/two.txt`, { _method: 'delete', x_format: 'json' })).json()).toEqual([
       false,
       'No attachment with that named for msg',
     ]);
-    const refused = await web.postForm(`/q/idle/${id}/attach/nope`, { _method: 'delete' });
+    const refused = await web().postForm(`/q/idle/${id}/attach/nope`, { _method: 'delete' });
     expect(refused.status).toBe(200);
     expect(refused.headers.get('content-type')).toMatch(/^text\/plain/);
     expect(await refused.text()).toBe(`Delete of attach nope on idle/${id} got [false, "No attachment with that named for msg"]`);
     const body = '_method=delete&x_format=json';
-    const raw = await web.raw(
+    const raw = await web().raw(
       `POST /q/idle/${id}/attach/..%2fmsg HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
     );
     expect(raw).not.toMatch(/"ok"/);
-    expect(fs.existsSync(path.join(t.queueDir('idle'), 'prep', id, 'msg'))).toBe(true);
+    expect(fs.existsSync(path.join(t().queueDir('idle'), 'prep', id, 'msg'))).toBe(true);
 
-    const bad = await web.postForm(`/q/idle/${id}/attach/two.txt`, { _method: 'put' });
+    const bad = await web().postForm(`/q/idle/${id}/attach/two.txt`, { _method: 'put' });
     expect(bad.status).toBe(400);
     expect(await bad.text()).toBe('400 - Invalid method param');
   });

@@ -5,12 +5,12 @@
  * `/healthz` (200 while rq-mgr answers; 503 with a reason when it is not running or does
  * not answer, shown by a web process started on its own, as a stale install would have).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { REPO, TestRoot, pidAlive, waitFor } from '../helpers/install.js';
-import { startWeb, webClient, type Web } from '../helpers/web.js';
+import { describe, expect, it } from 'vitest';
+import { pidAlive, waitFor } from '../helpers/install.js';
+import { sharedInstall, type Web } from '../helpers/web.js';
 
 type Samples = Map<string, number>;
 
@@ -54,41 +54,34 @@ async function metrics(web: Web): Promise<{ samples: Samples; types: Map<string,
 }
 
 describe('/metrics and /healthz with rq-mgr running', () => {
-  let t: TestRoot;
-  let web: Web;
-  let failed = false;
-  beforeAll(async () => {
-    t = new TestRoot();
-    t.addQueue({ name: 'ok', script: 'done.sh' });
-    t.addQueue({ name: 'bad', script: 'err.sh' });
-    t.addQueue({ name: 'victim', script: 'done.sh' });
-    fs.writeFileSync(path.join(t.root, 'noexec.sh'), '#!/bin/sh\necho done >&3\n', { mode: 0o644 });
-    t.addQueue({ name: 'noexec', script: './noexec.sh' });
-    web = await startWeb(t);
+  const { t, web } = sharedInstall({
+    setup: (root) => {
+      root.addQueue({ name: 'ok', script: 'done.sh' });
+      root.addQueue({ name: 'bad', script: 'err.sh' });
+      root.addQueue({ name: 'victim', script: 'done.sh' });
+      fs.writeFileSync(path.join(root.root, 'noexec.sh'), '#!/bin/sh\necho done >&3\n', { mode: 0o644 });
+      root.addQueue({ name: 'noexec', script: './noexec.sh' });
+    },
   });
-  afterEach((ctx) => {
-    if (ctx.task.result?.state === 'fail') failed = true;
-  });
-  afterAll(async () => t.cleanup(!failed));
 
   it('/healthz is 200 ok JSON while rq-mgr answers', async () => {
-    const res = await web.get('/healthz');
+    const res = await web().get('/healthz');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     const body = (await res.json()) as Record<string, unknown>;
-    expect(body).toMatchObject({ status: 'ok', queuemgr: true, pid: t.pidIn('config/queuemgr.pid') });
+    expect(body).toMatchObject({ status: 'ok', queuemgr: true, pid: t().pidIn('config/queuemgr.pid') });
     expect(typeof body['uptime']).toBe('number');
   });
 
   it('exposes messages by state, the queues’ counters and run durations, with the values of the runs made', async () => {
-    const done = await Promise.all([1, 2, 3].map((i) => t.send('ok', { param1: String(i) })));
-    const errs = await Promise.all([1, 2].map(() => t.send('bad', {})));
-    for (const id of done) await t.waitState('ok', id, 'done');
-    for (const id of errs) await t.waitState('bad', id, 'err');
-    await t.send('noexec', {});
-    let m = await metrics(web);
+    const done = await Promise.all([1, 2, 3].map((i) => t().send('ok', { param1: String(i) })));
+    const errs = await Promise.all([1, 2].map(() => t().send('bad', {})));
+    for (const id of done) await t().waitState('ok', id, 'done');
+    for (const id of errs) await t().waitState('bad', id, 'err');
+    await t().send('noexec', {});
+    let m = await metrics(web());
     await waitFor(async () => {
-      m = await metrics(web);
+      m = await metrics(web());
       return (m.samples.get('rq_worker_spawn_failures_total{queue="noexec"}') ?? 0) > 0;
     }, 10_000, 'a spawn failure of noexec');
     const { samples, types } = m;
@@ -131,13 +124,13 @@ describe('/metrics and /healthz with rq-mgr running', () => {
   });
 
   it('counts a queue process restarted by rq-mgr, whose own counters start again from 0', async () => {
-    await t.waitState('victim', await t.send('victim', {}), 'done');
-    expect((await metrics(web)).samples.get('rq_messages_created_total{queue="victim"}')).toBe(1);
-    const pid = t.pidIn('queues/victim/queue.pid')!;
+    await t().waitState('victim', await t().send('victim', {}), 'done');
+    expect((await metrics(web())).samples.get('rq_messages_created_total{queue="victim"}')).toBe(1);
+    const pid = t().pidIn('queues/victim/queue.pid')!;
     process.kill(pid, 'SIGKILL');
     await waitFor(() => !pidAlive(pid), 5_000, 'the victim to die');
-    await waitFor(async () => t.pidIn('queues/victim/queue.pid') !== pid && (await t.rpc('victim', 'ping', '')) !== null, 10_000, 'rq-mgr to restart victim');
-    const { samples } = await metrics(web);
+    await waitFor(async () => t().pidIn('queues/victim/queue.pid') !== pid && (await t().rpc('victim', 'ping', '')) !== null, 10_000, 'rq-mgr to restart victim');
+    const { samples } = await metrics(web());
     expect(samples.get('rq_queue_restarts_total{queue="victim"}')).toBe(1);
     expect(samples.get('rq_queue_up{queue="victim"}')).toBe(1);
     expect(samples.get('rq_messages_created_total{queue="victim"}')).toBe(0);
@@ -147,71 +140,36 @@ describe('/metrics and /healthz with rq-mgr running', () => {
 });
 
 describe('/healthz and /metrics while rq-mgr is not running', () => {
-  let t: TestRoot;
-  let web: Web;
-  let child: ChildProcess;
-  let failed = false;
-  beforeAll(async () => {
-    t = new TestRoot();
-    t.addQueue({ name: 'test' });
-    const port = await t.usePort();
-    // The web process on its own, as if rq-mgr had gone and left it (it has no IPC channel).
-    child = spawn(process.execPath, [path.join(REPO, 'dist/src/web/web-main.js')], { cwd: t.root, env: { ...process.env, RQ_ROOT: t.root }, stdio: 'ignore' });
-    web = webClient(port);
-    await waitFor(
-      async () => {
-        try {
-          return (await fetch(`${web.base}/css/rq.css`)).ok;
-        } catch {
-          return false;
-        }
-      },
-      10_000,
-      'the web process to answer',
-    );
-  });
-  afterEach((ctx) => {
-    if (ctx.task.result?.state === 'fail') failed = true;
-  });
-  afterAll(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const gone = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await gone;
-    }
-    await t.cleanup(!failed);
-  });
+  // The web process on its own, as if rq-mgr had gone and left it (it has no IPC channel).
+  const { t, web } = sharedInstall({ lone: true, setup: (root) => root.addQueue({ name: 'test' }) });
 
-  it('/healthz is 503 with a JSON reason when there is no live rq-mgr pid, and the routes say 503', async () => {
-    fs.rmSync(path.join(t.root, 'config/queuemgr.pid'), { force: true });
-    const res = await web.get('/healthz');
+  it('/healthz is 503 with a JSON reason when there is no live rq-mgr pid', async () => {
+    fs.rmSync(path.join(t().root, 'config/queuemgr.pid'), { force: true });
+    const res = await web().get('/healthz');
     expect(res.status).toBe(503);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(await res.json()).toEqual({ status: 'fail', queuemgr: false, reason: 'rq-mgr is not running (config/queuemgr.pid names no live process)' });
-    const page = await web.get('/');
-    expect(page.status).toBe(503);
-    expect(await page.text()).toBe('503 - QueueMgr not running');
   });
 
   it('/healthz is 503 when rq-mgr’s pid is alive but it does not answer on its socket', async () => {
     // A process that looks like rq-mgr (its command line says so) but serves no socket.
     const fake = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', 'rq-mgr'], { stdio: 'ignore' });
     const gone = new Promise((r) => fake.once('exit', r));
-    fs.writeFileSync(path.join(t.root, 'config/queuemgr.pid'), `${fake.pid}\n`);
+    fs.writeFileSync(path.join(t().root, 'config/queuemgr.pid'), `${fake.pid}\n`);
     try {
       await waitFor(() => fs.readFileSync(`/proc/${fake.pid}/cmdline`, 'utf8').includes('rq-mgr'), 5_000, 'the fake rq-mgr to exec');
-      const res = await web.get('/healthz');
+      const res = await web().get('/healthz');
       expect(res.status).toBe(503);
       expect(await res.json()).toEqual({ status: 'fail', queuemgr: false, pid: fake.pid, reason: 'rq-mgr does not answer on config/queuemgr.sock' });
     } finally {
-      fs.rmSync(path.join(t.root, 'config/queuemgr.pid'), { force: true });
+      fs.rmSync(path.join(t().root, 'config/queuemgr.pid'), { force: true });
       fake.kill('SIGKILL');
       await gone;
     }
   });
 
   it('/metrics still answers, with rq_queuemgr_up 0', async () => {
-    const { samples, types } = await metrics(web);
+    const { samples, types } = await metrics(web());
     expect(samples.get('rq_queuemgr_up')).toBe(0);
     expect(types.get('rq_messages')).toBe('gauge');
     expect([...samples.keys()].some((k) => k.startsWith('rq_messages{'))).toBe(false);

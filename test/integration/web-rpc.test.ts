@@ -1,14 +1,21 @@
 /**
  * The RPC added for the web (beyond RQ), against real queue processes and a real rq-mgr:
- * paging of `messages` with `offset` (every page in the unpaged order, RQ's replies
- * unchanged without it), `search` (RQ's GET /search semantics, paged, and free text), `stats`
- * (counters since the queue process started) and rq-mgr's `restarts`.
+ * paging of `messages` with `offset` (every page in the unpaged order, with each
+ * message's status text; RQ's replies unchanged without it), `search` (RQ's GET /search
+ * semantics, paged, and free text), `stats` (the dashboard's view of a queue, with the
+ * counters since the queue process started) and rq-mgr's `restarts`.
+ *
+ * What a command must not read is made unreadable in a way that would show: a `msg`
+ * that is not JSON (a search that read it would skip the message, and the offset would
+ * shift), or a FIFO, which blocks any reader (the queue process would hang).
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { rpcCall } from '../../src/client/rpc.js';
-import { TestRoot, shortId, useTestRoot, waitFor } from '../helpers/install.js';
+import { hashParts } from '../../src/domain/ids.js';
+import { TestRoot, shortId, useTestRoot, waitFor, type QueueSpec } from '../helpers/install.js';
+import { webPid } from '../helpers/web-process.js';
 
 const root = useTestRoot();
 let t: TestRoot;
@@ -29,6 +36,24 @@ async function inParallel(n: number, width: number, job: (i: number) => Promise<
   await Promise.all(Array.from({ length: width }, async () => {
     while (next < n) await job(next++);
   }));
+}
+
+/** A listing without the status texts a paged reply adds (to compare it with an unpaged one). */
+function withoutStatus(listing: Listing): Listing {
+  return listing.map(({ status: _, ...rest }) => rest);
+}
+
+/** The directory of a message in a state of a queue (hashed for done and relayed). */
+function messageDir(queue: string, state: string, id: string): string {
+  const hashed = state === 'done' || state === 'relayed' ? hashParts(id)! : [];
+  return path.join(t.queueDir(queue), state, ...hashed, id);
+}
+
+/** Start queue `s` with a bash script of this body. */
+async function startScripted(body: string, spec: Partial<QueueSpec> = {}): Promise<void> {
+  fs.writeFileSync(path.join(t.root, 's.sh'), `#!/bin/bash\n${body}\n`, { mode: 0o755 });
+  t.addQueue({ name: 's', script: './s.sh', ...spec });
+  await t.start('s');
 }
 
 /** Every page of `size` of a state's listing, walked with offset until a short page. */
@@ -76,13 +101,13 @@ describe('messages with offset', () => {
     for (let i = 0; i < 7; i++) await t.rpc('p', 'prep_message', { dest: 'p' });
     const que = (await t.rpc('p', 'messages', { state: 'que' })) as Listing;
     expect(que).toHaveLength(300);
-    expect(await allPages('p', 'que', 37)).toEqual(que);
+    expect(withoutStatus(await allPages('p', 'que', 37))).toEqual(que);
     expect(await t.rpc('p', 'messages', { state: 'que', limit: 5 })).toEqual(que.slice(0, 5));
-    expect(await t.rpc('p', 'messages', { state: 'que', offset: 295 })).toEqual(que.slice(295));
+    expect(withoutStatus((await t.rpc('p', 'messages', { state: 'que', offset: 295 })) as Listing)).toEqual(que.slice(295));
     expect(await t.rpc('p', 'messages', { state: 'que', offset: 300, limit: 10 })).toEqual([]);
     const prep = (await t.rpc('p', 'messages', { state: 'prep' })) as Listing;
     expect(prep).toHaveLength(7);
-    expect(await allPages('p', 'prep', 3)).toEqual(prep);
+    expect(withoutStatus(await allPages('p', 'prep', 3))).toEqual(prep);
     expect(await t.rpc('p', 'messages', { state: 'run', offset: 0, limit: 5 })).toEqual([]);
   });
 
@@ -105,16 +130,16 @@ describe('messages with offset', () => {
     expect(err.map((m) => m['msg_id'])).toEqual(expect.arrayContaining(seededErr));
     expect(await t.rpc('e', 'messages', { state: 'err', limit: 10 })).toEqual(err);
     // With offset, the limit is honoured.
-    expect(await allPages('e', 'err', 50)).toEqual(err);
-    expect(await t.rpc('e', 'messages', { state: 'err', offset: 0, limit: 10 })).toEqual(err.slice(0, 10));
+    expect(withoutStatus(await allPages('e', 'err', 50))).toEqual(err);
+    expect(withoutStatus((await t.rpc('e', 'messages', { state: 'err', offset: 0, limit: 10 })) as Listing)).toEqual(err.slice(0, 10));
 
     const done = (await t.rpc('d', 'messages', { state: 'done' })) as Listing;
     expect(done).toHaveLength(390);
     expect(done.slice(150).map((m) => m['msg_id'])).toEqual([...seededDone].reverse());
     // Pages of 33 start inside minute directories of 40 and skip whole ones.
-    expect(await allPages('d', 'done', 33)).toEqual(done);
+    expect(withoutStatus(await allPages('d', 'done', 33))).toEqual(done);
     expect(await t.rpc('d', 'messages', { state: 'done', limit: 7 })).toEqual(done.slice(0, 7));
-    expect(await t.rpc('d', 'messages', { state: 'done', offset: 200, limit: 80 })).toEqual(done.slice(200, 280));
+    expect(withoutStatus((await t.rpc('d', 'messages', { state: 'done', offset: 200, limit: 80 })) as Listing)).toEqual(done.slice(200, 280));
     expect(await t.rpc('d', 'messages', { state: 'done', offset: 390, limit: 5 })).toEqual([]);
   });
 
@@ -125,7 +150,54 @@ describe('messages with offset', () => {
     const all = (await t.rpc('r', 'messages', { state: 'relayed' })) as Listing;
     expect(all.map((m) => m['msg_id'])).toEqual(ids);
     expect(all[0]).toEqual({ msg_id: ids[0], status: 'relayed', dest: 'r', new_msg: 'http://other:3333/q/r/x3.9' });
-    expect(await allPages('r', 'relayed', 7)).toEqual(all);
+    const pages = await allPages('r', 'relayed', 7);
+    expect(withoutStatus(pages)).toEqual(withoutStatus(all));
+    expect(pages[0]).toEqual({ ...all[0], status: 'relayed - sent http://other:3333/q/r/x3.9' });
+    // Past the first two pages, files that block any reader: listing those pages never opens them.
+    for (const id of ids.slice(14)) {
+      for (const file of ['msg', 'status']) {
+        const at = path.join(messageDir('r', 'relayed', id), file);
+        fs.rmSync(at);
+        execFileSync('mkfifo', [at]);
+      }
+    }
+    expect(await t.rpc('r', 'messages', { state: 'relayed', offset: 7, limit: 7 })).toEqual(pages.slice(7, 14));
+    expect(await t.rpc('r', 'messages', { state: 'relayed', limit: 14 })).toEqual(all.slice(0, 14));
+  });
+
+  it('gives every entry of a paged listing its status text, as get_message_status does', async () => {
+    await startScripted(
+      [
+        'case "$RQ_PARAM1" in',
+        '  done) echo "done all good" >&3 ;;',
+        '  err) echo "err asked to" >&3 ;;',
+        '  relayed) echo "relayed sent on" >&3 ;;',
+        '  *) echo "run waiting for go" >&3; until [ -e go ]; do sleep 0.05; done; echo "done went" >&3 ;;',
+        'esac',
+      ].join('\n'),
+      { num_workers: 2 },
+    );
+    for (const state of ['done', 'err', 'relayed']) await t.waitState('s', await t.send('s', { param1: state }), state);
+    const running = await t.send('s', { param1: 'wait' });
+    await waitFor(async () => (await t.statusOf('s', running)) === 'run - waiting for go', 10_000, 'the run to report');
+    await t.send('s', { param1: 'later', due: Math.floor(Date.now() / 1000) + 3600 });
+    await t.rpc('s', 'prep_message', { dest: 's' });
+    const texts: string[] = [];
+    for (const state of ['prep', 'que', 'run', 'done', 'err', 'relayed']) {
+      const [entry, ...rest] = (await t.rpc('s', 'messages', { state, offset: 0, limit: 5 })) as Listing;
+      expect(rest).toEqual([]);
+      expect(entry!['status']).toBe(await t.statusOf('s', entry!['msg_id'] as string));
+      texts.push(entry!['status'] as string);
+    }
+    expect(texts).toEqual(['prep', 'que', 'run - waiting for go', 'done - all good', 'err - asked to', 'relayed - sent on']);
+    // Unpaged, RQ's run entry: the last line without the state.
+    expect(await t.rpc('s', 'messages', { state: 'run' })).toEqual([{ msg_id: running, status: 'waiting for go', dest: 's' }]);
+    // A running message's status comes from memory, even when its status file cannot be read.
+    const statusFile = path.join(messageDir('s', 'run', running), 'status');
+    fs.rmSync(statusFile, { force: true });
+    fs.mkdirSync(statusFile);
+    expect(await t.statusOf('s', running)).toBe('run - waiting for go');
+    expect(await t.rpc('s', 'messages', { state: 'run', offset: 0 })).toEqual([{ msg_id: running, status: 'run - waiting for go', dest: 's' }]);
   });
 
   it('refuses a bad offset or limit with a clear reason', async () => {
@@ -167,13 +239,6 @@ describe('search', () => {
     return ids;
   }
 
-  /** Start queue `s` with a bash script of this body. */
-  async function startScripted(body: string): Promise<void> {
-    fs.writeFileSync(path.join(t.root, 's.sh'), `#!/bin/bash\n${body}\n`, { mode: 0o755 });
-    t.addQueue({ name: 's', script: './s.sh' });
-    await t.start('s');
-  }
-
   const search = async (arg: Record<string, unknown>): Promise<SearchReply> => {
     const reply = (await t.rpc('s', 'search', arg)) as [string, SearchReply];
     expect(reply[0]).toBe('ok');
@@ -185,9 +250,9 @@ describe('search', () => {
     const ids = await searchFixture();
     const all = await search({});
     expect(all).toMatchObject({ scanned: 10, truncated: false });
-    // que (run order), prep (creation order), err, done (newest first).
-    expect(idsOf(all)).toEqual(['wait-2', 'wait-1', 'ear', 'hello:pear', 'search', 'html', 'html2', 'failed', 'done-b', 'done-a'].map((k) => ids[k]));
-    expect(all.messages.map((m) => m['state'])).toEqual(['que', 'que', 'prep', 'prep', 'prep', 'prep', 'prep', 'err', 'done', 'done']);
+    // RQ's order: prep (creation order), que (run order), run, err, done (newest first), relayed.
+    expect(idsOf(all)).toEqual(['ear', 'hello:pear', 'search', 'html', 'html2', 'wait-2', 'wait-1', 'failed', 'done-b', 'done-a'].map((k) => ids[k]));
+    expect(all.messages.map((m) => m['state'])).toEqual(['prep', 'prep', 'prep', 'prep', 'prep', 'que', 'que', 'err', 'done', 'done']);
     // RQ's test_web_search.rb: 3 substring matches, 1 exact, none for an unknown field.
     expect(idsOf(await search({ query: { param1: 'ear' } }))).toEqual([ids['ear'], ids['hello:pear'], ids['search']]);
     expect(idsOf(await search({ query: { param1: 'ear' }, exact: true }))).toEqual([ids['ear']]);
@@ -201,7 +266,7 @@ describe('search', () => {
     expect(Object.keys((await search({ query: { param1: 'search' }, exact: true })).messages[0]!)).not.toContain('_attachments');
   });
 
-  it('filters by state and status, reads files only for what memory cannot answer', async () => {
+  it('filters by state, status and any field of the view', async () => {
     const ids = await searchFixture();
     expect(idsOf(await search({ query: { state: 'que' } }))).toEqual([ids['wait-2'], ids['wait-1']]);
     expect(idsOf(await search({ query: { param1: 'ear' }, states: ['prep'] }))).toEqual([ids['ear'], ids['hello:pear'], ids['search']]);
@@ -217,6 +282,22 @@ describe('search', () => {
     // Only own fields of a message count, never what every object inherits.
     expect((await search({ query: { constructor: 'Object' } })).messages).toEqual([]);
     expect(idsOf(await search({ query: { param2: 'fai' } }))).toEqual([ids['failed']]);
+  });
+
+  it('reads a file only for what memory cannot answer', async () => {
+    const ids = await searchFixture();
+    // Unreadable messages: a search that read one would skip it, and the offset would shift.
+    for (const [key, state] of [['ear', 'prep'], ['wait-2', 'que'], ['done-b', 'done']] as const) {
+      fs.writeFileSync(path.join(messageDir('s', state, ids[key]!), 'msg'), '{not json');
+    }
+    // The state, the id, and a waiting message's params are in memory: matched and skipped unread.
+    expect(idsOf(await search({ query: { state: 'prep' }, offset: 1 }))).toEqual(['hello:pear', 'search', 'html', 'html2'].map((k) => ids[k]));
+    expect(idsOf(await search({ query: { state: 'que' }, offset: 1 }))).toEqual([ids['wait-1']]);
+    expect(idsOf(await search({ text: 'wait-', offset: 1 }))).toEqual([ids['wait-1']]);
+    expect(idsOf(await search({ query: { param1: 'wait' }, offset: 1 }))).toEqual([ids['wait-1']]);
+    expect(idsOf(await search({ states: ['done'], offset: 1 }))).toEqual([ids['done-a']]);
+    // Shown, they must be read: unreadable ones are left out.
+    expect(idsOf(await search({ states: ['que', 'done'] }))).toEqual([ids['wait-1'], ids['done-a']]);
   });
 
   it('pages with limit and offset in the unpaged order, and says when it stopped early', async () => {
@@ -314,7 +395,7 @@ describe('search', () => {
 
 describe('stats', () => {
   it('counts creations, completions and run durations since the process started', async () => {
-    t.addQueue({ name: 'd', script: 'done.sh', num_workers: 2 });
+    t.addQueue({ name: 'd', script: 'done.sh', num_workers: 2, schedule: [{ cron: '0 0 1 1 *', param1: 'yearly' }] });
     t.addQueue({ name: 'e', script: 'err.sh' });
     await t.start('d');
     await t.start('e');
@@ -324,6 +405,15 @@ describe('stats', () => {
     await t.rpc('d', 'prep_message', { dest: 'd' });
     const d = (await t.rpc('d', 'stats', '')) as Record<string, unknown>;
     expect(d).toMatchObject({ created: 4, done: 3, err: 0, relayed: 0, spawn_failures: 0, done_last_minute: 3, err_last_minute: 0 });
+    // The dashboard's view of the queue, in the same reply.
+    expect(d).toMatchObject({
+      pid: t.pidIn('queues/d/queue.pid'),
+      status: 'UP',
+      admin: 'UP',
+      counts: { prep: 1, que: 0, run: 0, done: 3, err: 0, relayed: 0 },
+      schedule: [{ cron: '0 0 1 1 *', params: { param1: 'yearly', param2: null, param3: null, param4: null } }],
+    });
+    expect(d['uptime']).toBeLessThanOrEqual(((await t.rpc('d', 'uptime', '')) as [number])[0]);
     const runs = d['run_seconds'] as { sum: number; count: number; buckets: Record<string, number> };
     expect(runs.count).toBe(3);
     expect(runs.sum).toBeGreaterThan(0);
@@ -335,7 +425,7 @@ describe('stats', () => {
     await t.kill9('d');
     await t.start('d');
     fs.writeFileSync(path.join(t.root, 'config/d.down'), '');
-    expect(await t.rpc('d', 'stats', '')).toMatchObject({ created: 0, done: 0, done_last_minute: 0, run_seconds: { count: 0 } });
+    expect(await t.rpc('d', 'stats', '')).toMatchObject({ status: 'DOWN', admin: 'DOWN', created: 0, done: 0, done_last_minute: 0, run_seconds: { count: 0 } });
   });
 
   it('counts a run whose worker cannot be started once, however often it is retried', async () => {
@@ -346,17 +436,15 @@ describe('stats', () => {
     t.addQueue({ name: 'x', script: './nointerp.sh' });
     await t.start('w');
     await t.start('x');
-    // The first message waits in run for the script; the second waits in que behind it.
-    const stuck = [await t.send('w', {}), await t.send('w', {})];
+    // The first message waits in run for the script; the others wait in que behind it.
+    // Each create runs a scheduler pass, which tries the stuck run again.
+    const stuck = [await t.send('w', {}), await t.send('w', {}), await t.send('w', {})];
     expect(await t.rpc('w', 'status', '')).toEqual(['SCRIPTERROR']);
-    const [up] = (await t.rpc('w', 'uptime', '')) as [number];
-    await waitFor(async () => ((await t.rpc('w', 'uptime', '')) as [number])[0] >= up + 2, 5000, 'two retry ticks');
-    expect(await t.rpc('w', 'stats', '')).toMatchObject({ spawn_failures: 1, done: 0 });
+    expect(await t.rpc('w', 'stats', '')).toMatchObject({ status: 'SCRIPTERROR', admin: 'UP', spawn_failures: 1, done: 0 });
     fs.writeFileSync(path.join(t.root, 'later.sh'), '#!/bin/sh\necho done fixed >&3\n', { mode: 0o755 });
-    fs.writeFileSync(path.join(t.queueDir('w'), 'config.json'), JSON.stringify({ name: 'w', script: './later.sh', num_workers: 1, exec_prefix: '' }));
-    process.kill(t.pidIn('queues/w/queue.pid')!, 'SIGHUP');
+    t.reconfigure({ name: 'w', script: './later.sh' });
     for (const id of stuck) await t.waitState('w', id, 'done');
-    expect(await t.rpc('w', 'stats', '')).toMatchObject({ spawn_failures: 1, done: 2, run_seconds: { count: 2 } });
+    expect(await t.rpc('w', 'stats', '')).toMatchObject({ status: 'UP', spawn_failures: 1, done: 3, run_seconds: { count: 3 } });
 
     const failed = await t.send('x', {});
     expect(await t.waitState('x', failed, 'err')).toMatch(/^err - SPAWN FAILED - MOVING TO ERR - /);
@@ -365,42 +453,22 @@ describe('stats', () => {
 });
 
 describe('rq-mgr restarts', () => {
-  const mgr = (command: string, arg = ''): Promise<unknown> => rpcCall(path.join(t.root, 'config/queuemgr.sock'), command, arg);
-
-  /** The pid of rq-mgr's web process: its one child that is not a queue process. */
-  function webPid(mgrPid: number, queues: string[]): number | undefined {
-    const queuePids = new Set(queues.map((q) => t.pidIn(`queues/${q}/queue.pid`)));
-    for (const name of fs.readdirSync('/proc')) {
-      if (!/^\d+$/.test(name) || queuePids.has(Number(name))) continue;
-      try {
-        const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
-        if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === mgrPid) return Number(name);
-      } catch {
-        // the process is gone
-      }
-    }
-    return undefined;
-  }
-
   it('counts automatic restarts per queue and for the web, not restarts by hand', async () => {
     t.addQueue({ name: 'q1', script: 'done.sh' });
     t.addQueue({ name: 'q2', script: 'done.sh' });
     await t.usePort();
     expect((await t.bin('rq-mgr', ['start'])).code).toBe(0);
-    expect(await mgr('restarts')).toEqual({ queues: { q1: 0, q2: 0 }, web: 0 });
+    expect(await t.mgr('restarts')).toEqual({ queues: { q1: 0, q2: 0 }, web: 0 });
     for (const n of [1, 2]) {
       const before = t.pidIn('queues/q1/queue.pid')!;
       process.kill(before, 'SIGKILL');
-      await waitFor(async () => ((await mgr('restarts')) as { queues: Record<string, number> }).queues['q1'] === n, 5000, `restart ${n} of q1`);
+      await waitFor(async () => ((await t.mgr('restarts')) as { queues: Record<string, number> }).queues['q1'] === n, 5000, `restart ${n} of q1`);
       await waitFor(async () => (await t.rpc('q1', 'ping', '')) !== null, 5000, 'q1 to answer again');
       expect(t.pidIn('queues/q1/queue.pid')).not.toBe(before);
     }
-    expect(await mgr('restart_queue', 'q1')).toEqual(['ok', 'q1']);
-    const mgrPid = t.pidIn('config/queuemgr.pid')!;
-    const web = webPid(mgrPid, ['q1', 'q2']);
-    expect(web).toBeDefined();
-    process.kill(web!, 'SIGKILL');
-    await waitFor(async () => ((await mgr('restarts')) as { web: number }).web === 1, 5000, 'the web restart');
-    expect(await mgr('restarts')).toEqual({ queues: { q1: 2, q2: 0 }, web: 1 });
+    expect(await t.mgr('restart_queue', 'q1')).toEqual(['ok', 'q1']);
+    process.kill(webPid(t), 'SIGKILL');
+    await waitFor(async () => ((await t.mgr('restarts')) as { web: number }).web === 1, 5000, 'the web restart');
+    expect(await t.mgr('restarts')).toEqual({ queues: { q1: 2, q2: 0 }, web: 1 });
   });
 });

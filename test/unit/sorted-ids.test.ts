@@ -1,7 +1,7 @@
 // The sorted id set behind the err listing (spec/rq.md §5.2: names sorted descending),
 // checked against a plain sort of the same ids after random adds and deletes.
 import { describe, expect, it } from 'vitest';
-import { SortedIds } from '../../src/queue/sorted-ids.js';
+import { SortedIds, lowerBound } from '../../src/queue/sorted-ids.js';
 
 describe('SortedIds', () => {
   it('pages descending, skipping an offset', () => {
@@ -46,5 +46,16 @@ describe('SortedIds', () => {
     }
     expect(s.size).toBe(ref.size);
     expect(s.descending(0, Infinity)).toEqual([...ref].sort().reverse());
+  });
+});
+
+describe('lowerBound', () => {
+  it('finds the first item not before the sought one, from a start index', () => {
+    const items = [1, 3, 3, 5, 8];
+    const at = (n: number, from = 0): number => lowerBound(items, from, (x) => x < n);
+    expect([0, 1, 2, 3, 4, 5, 8, 9].map((n) => at(n))).toEqual([0, 0, 1, 1, 3, 3, 4, 5]);
+    expect(at(1, 2)).toBe(2);
+    expect(at(9, 5)).toBe(5);
+    expect(lowerBound([], 0, () => true)).toBe(0);
   });
 });

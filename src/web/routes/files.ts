@@ -18,7 +18,7 @@ import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
 import type { WebContext } from '../context.js';
 import type { Gateway } from '../gateway.js';
-import { checkFileName, locateMessage } from '../lookups.js';
+import { checkFileName, findMessage, locateMessage } from '../lookups.js';
 import { sendBare } from '../render.js';
 import { createTailHub, tailLimits, type OpenedFile } from '../tail-stream.js';
 import { webError } from '../web-errors.js';
@@ -97,14 +97,12 @@ async function openIn(msgDir: string, area: Area, name: string): Promise<OpenedF
 /** The file of a message for a download: 404 for a missing message or file. */
 async function findFile(gw: Gateway, req: Request, area: Area, param: string): Promise<OpenedFile> {
   const name = checkFileName(String(req.params[param]), area.what);
-  const queue = String(req.params['name']);
-  const raw = String(req.params['msg_id']);
-  const loc = await locateMessage(gw, queue, raw);
+  const loc = await locateMessage(gw, String(req.params['name']), String(req.params['msg_id']));
   let file = await openIn(loc.dir, area, name);
   if (!file) {
     // The message may have moved to its next state between the lookup and the open.
-    const now = await locateMessage(gw, queue, raw);
-    if (now.dir !== loc.dir) file = await openIn(now.dir, area, name);
+    const now = await findMessage(gw, loc.queue, loc.id);
+    if (typeof now === 'object' && now.dir !== loc.dir) file = await openIn(now.dir, area, name);
   }
   if (!file) throw webError('RQ_NOT_FOUND', `${area.what} '${name}' not found`);
   return file;

@@ -17,7 +17,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Router, type Request, type Response } from 'express';
-import { coerceError } from '../../domain/errors.js';
+import { isOk } from '../../client/rpc.js';
+import { coerceError, errnoCode } from '../../domain/errors.js';
 import { parseFullId } from '../../domain/ids.js';
 import { INPUT_KEYS, isPlainObject } from '../../domain/message.js';
 import { rubyToI } from '../../domain/ruby.js';
@@ -25,9 +26,9 @@ import { shown, utcTime } from '../format.js';
 import type { State } from '../../domain/states.js';
 import type { Logger } from '../../lib/logger.js';
 import type { WebContext } from '../context.js';
-import type { Reply } from '../gateway.js';
-import { checkMsgId, isOk, locateMessage, messageView } from '../lookups.js';
+import { checkMsgId, locateMessage, messageView } from '../lookups.js';
 import { param, params, removeUploads, uploads } from '../params.js';
+import { probeQueue, type QueueProbe } from '../queue-info.js';
 import { sendPage, urlFor } from '../render.js';
 import { dump, webError } from '../web-errors.js';
 
@@ -150,12 +151,12 @@ function attachmentRows(view: Record<string, unknown>, q: string, id: string, ro
 }
 
 /** The queue's `form.json` (§1.6): absent is no overrides; present but not a JSON object is a 500. */
-function readOverrides(file: string, log: Logger): Record<string, unknown> {
-  if (!fs.existsSync(file)) return {};
+async function readOverrides(file: string, log: Logger): Promise<Record<string, unknown>> {
   let data: unknown;
   try {
-    data = JSON.parse(fs.readFileSync(file, 'utf8'));
+    data = JSON.parse(await fs.promises.readFile(file, 'utf8'));
   } catch (e) {
+    if (errnoCode(e) === 'ENOENT') return {};
     log.warn({ file, err: coerceError(e).message }, 'bad form.json');
     throw webError('RQ_CONFIG', 'Bad overrides file');
   }
@@ -179,12 +180,11 @@ function formOverrides(data: Record<string, unknown>): { show(id: string): boole
 }
 
 /** What an operator should know before sending to a queue that is not UP. */
-function queueWarning(status: Reply): string | undefined {
-  const s = Array.isArray(status) ? status[0] : undefined;
-  if (s === undefined) return 'The queue process is not answering: sending will fail until rq-mgr restarts it.';
-  if (s === 'DOWN') return 'The queue is DOWN: new messages are refused.';
-  if (s === 'PAUSE') return 'The queue is paused: new messages wait in que until it resumes.';
-  if (s === 'SCRIPTERROR') return "The queue's script cannot run (SCRIPTERROR): new messages wait in que.";
+function queueWarning(probe: QueueProbe): string | undefined {
+  if (!probe.up) return 'The queue process is not answering: sending will fail until rq-mgr restarts it.';
+  if (probe.status === 'DOWN') return 'The queue is DOWN: new messages are refused.';
+  if (probe.status === 'PAUSE') return 'The queue is paused: new messages wait in que until it resumes.';
+  if (probe.status === 'SCRIPTERROR') return "The queue's script cannot run (SCRIPTERROR): new messages wait in que.";
   return undefined;
 }
 
@@ -248,9 +248,8 @@ export function messageRoutes(ctx: WebContext): Router {
 
   r.get('/q/:name/new_message', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
-    const form = formOverrides(readOverrides(path.join(q.dir, 'form.json'), ctx.log));
-    const warning = queueWarning(await gw.queue(gw.routed(q.name), 'status', undefined, 2000));
-    await sendPage(res, 'new_message', { q: q.name, form, warning });
+    const [overrides, probe] = await Promise.all([readOverrides(path.join(q.dir, 'form.json'), ctx.log), probeQueue(gw, gw.routed(q.name))]);
+    await sendPage(res, 'new_message', { q: q.name, form: formOverrides(overrides), warning: queueWarning(probe) });
   });
 
   r.post('/q/:name/new_message', async (req: Request, res: Response) => {
@@ -287,11 +286,10 @@ export function messageRoutes(ctx: WebContext): Router {
     const q = String(req.params['name']);
     const raw = String(req.params['msg_id']);
     if (raw.endsWith('.json')) {
-      res.json(await messageView(gw, q, raw.slice(0, -'.json'.length)));
+      res.json((await messageView(gw, q, raw.slice(0, -'.json'.length))).view);
       return;
     }
-    const view = await messageView(gw, q, raw);
-    const id = checkMsgId(raw);
+    const { id, view } = await messageView(gw, q, raw);
     const state = view['state'] as State;
     const status = shown(view['status']);
     await sendPage(res, state === 'prep' ? 'prep' : 'message', {
@@ -321,7 +319,7 @@ export function messageRoutes(ctx: WebContext): Router {
   r.post('/q/:name/:msg_id/run_now', async (req: Request, res: Response) => runNow(req, res, target(req)));
 
   /** Hand the uploaded `filedata` part to the queue: the target and the queue's reply. */
-  const attachUpload = async (req: Request, res: Response): Promise<{ t: Target; reply: Reply }> => {
+  const attachUpload = async (req: Request, res: Response): Promise<{ t: Target; reply: unknown }> => {
     const t = target(req);
     // A file part with an empty name is a file input left empty (Rack: no file).
     const file = uploads(res)['filedata'];

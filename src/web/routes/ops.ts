@@ -4,8 +4,9 @@
  * Prometheus text format.
  *
  * `/metrics` uses its own prom-client Registry (never the global one). The queue series
- * are not kept in this process: each scrape asks rq-mgr and every queue, in parallel
- * with a short timeout, and the metrics' collect() functions copy those answers. One
+ * are not kept in this process: each scrape asks rq-mgr and every queue (one `stats`
+ * RPC each), in parallel with a short timeout, and the metrics' collect() functions copy
+ * those answers. One
  * scrape makes one round of questions, however many metrics read it. The counters and
  * the run-duration histogram are the queue process's `stats` (cumulative since that
  * process started), so they reset to 0 when a queue process restarts, which Prometheus's
@@ -19,7 +20,7 @@ import { isPlainObject } from '../../domain/message.js';
 import { STATES } from '../../domain/states.js';
 import type { WebContext } from '../context.js';
 import type { Gateway } from '../gateway.js';
-import { probeMgr, probeQueues, type MgrProbe, type QueueProbe } from '../queue-info.js';
+import { PROBE_TIMEOUT_MS, probeMgr, probeQueues, type LiveQueue, type MgrProbe, type QueueProbe } from '../queue-info.js';
 
 interface Scrape {
   mgr: MgrProbe;
@@ -29,7 +30,7 @@ interface Scrape {
 }
 
 async function scrape(gw: Gateway): Promise<Scrape> {
-  const [mgr, queues, restarts] = await Promise.all([probeMgr(gw), probeQueues(gw, { stats: true }), gw.mgr('restarts')]);
+  const [mgr, queues, restarts] = await Promise.all([probeMgr(gw), probeQueues(gw), gw.mgr('restarts', undefined, PROBE_TIMEOUT_MS)]);
   const counts: Scrape['restarts'] = { queues: {}, web: 0 };
   if (isPlainObject(restarts)) {
     if (isPlainObject(restarts['queues'])) for (const [k, v] of Object.entries(restarts['queues'])) if (typeof v === 'number') counts.queues[k] = v;
@@ -84,7 +85,8 @@ function createMetrics(gw: Gateway): Registry {
     pending ??= scrape(gw).finally(() => setImmediate(() => (pending = undefined)));
     return pending;
   };
-  const up = (s: Scrape): QueueProbe[] => s.queues.filter((q) => q.up);
+  /** The queues that answered, with their `stats`. */
+  const up = (s: Scrape): LiveQueue[] => s.queues.filter((q) => q.up);
   const registers = [registry];
 
   new Gauge({
@@ -112,10 +114,10 @@ function createMetrics(gw: Gateway): Registry {
     registers,
     async collect() {
       this.reset();
-      for (const q of up(await current())) for (const state of STATES) if (q.counts) this.set({ queue: q.name, state }, q.counts[state]);
+      for (const q of up(await current())) for (const state of STATES) this.set({ queue: q.name, state }, q.counts[state]);
     },
   });
-  const counter = (name: string, help: string, value: (q: QueueProbe) => number | undefined): void => {
+  const counter = (name: string, help: string, value: (q: LiveQueue) => number): void => {
     new Counter({
       name,
       help: `${help} Since the queue process started: resets when it restarts.`,
@@ -123,18 +125,15 @@ function createMetrics(gw: Gateway): Registry {
       registers,
       async collect() {
         this.reset();
-        for (const q of up(await current())) {
-          const v = value(q);
-          if (v !== undefined) this.inc({ queue: q.name }, v);
-        }
+        for (const q of up(await current())) this.inc({ queue: q.name }, value(q));
       },
     });
   };
-  counter('rq_messages_created_total', 'Messages created.', (q) => q.stats?.created);
-  counter('rq_messages_done_total', 'Messages that reached done.', (q) => q.stats?.done);
-  counter('rq_messages_err_total', 'Messages that reached err.', (q) => q.stats?.err);
-  counter('rq_messages_relayed_total', 'Messages that reached relayed.', (q) => q.stats?.relayed);
-  counter('rq_worker_spawn_failures_total', 'Runs whose worker could not be started.', (q) => q.stats?.spawn_failures);
+  counter('rq_messages_created_total', 'Messages created.', (q) => q.created);
+  counter('rq_messages_done_total', 'Messages that reached done.', (q) => q.done);
+  counter('rq_messages_err_total', 'Messages that reached err.', (q) => q.err);
+  counter('rq_messages_relayed_total', 'Messages that reached relayed.', (q) => q.relayed);
+  counter('rq_worker_spawn_failures_total', 'Runs whose worker could not be started.', (q) => q.spawn_failures);
   new Counter({
     name: 'rq_queue_restarts_total',
     help: 'Queue processes restarted by rq-mgr after an unexpected death, since rq-mgr started.',
@@ -159,7 +158,7 @@ function createMetrics(gw: Gateway): Registry {
     registry,
     'rq_run_duration_seconds',
     'Run time of workers, from spawn to exit. Since the queue process started: resets when it restarts.',
-    async () => up(await current()).flatMap((q) => (q.stats ? [{ queue: q.name, ...q.stats.run_seconds }] : [])),
+    async () => up(await current()).map((q) => ({ queue: q.name, ...q.run_seconds })),
   );
   return registry;
 }
@@ -170,16 +169,17 @@ export function opsRoutes(ctx: WebContext): Router {
   const r = Router();
 
   r.get('/healthz', async (_req: Request, res: Response) => {
-    if (!gw.mgrAlive()) {
+    const pid = gw.mgrPid();
+    if (pid === undefined) {
       res.status(503).json({ status: 'fail', queuemgr: false, reason: 'rq-mgr is not running (config/queuemgr.pid names no live process)' });
       return;
     }
     const mgr = await probeMgr(gw);
     if (!mgr.up) {
-      res.status(503).json({ status: 'fail', queuemgr: false, pid: mgr.pid, reason: 'rq-mgr does not answer on config/queuemgr.sock' });
+      res.status(503).json({ status: 'fail', queuemgr: false, pid, reason: 'rq-mgr does not answer on config/queuemgr.sock' });
       return;
     }
-    res.json({ status: 'ok', queuemgr: true, pid: mgr.pid, uptime: mgr.uptime });
+    res.json({ status: 'ok', queuemgr: true, pid, uptime: mgr.uptime });
   });
 
   r.get('/metrics', async (_req: Request, res: Response) => {

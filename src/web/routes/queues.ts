@@ -4,24 +4,28 @@
  * its `.json` / `.txt` variants, `done.json`, admin operations, restart, the config, and
  * search (RQ's JSON route and the dashboard's free-text form).
  *
- * Every change is an rq-mgr RPC; the web only reads `config.json` and the flag files.
- * The queue page lists one page of one state with the `messages` command's offset and
- * limit, so it costs the same on page 1 and page 2,000 of a 100,000-message `que`.
+ * Every change is an rq-mgr RPC; the web reads only `config.json` (to show it) and, for
+ * `new_queue_link`, the config file named (to know where to land). What a queue runs and
+ * its state come from its one `stats` reply (queue-info.ts). The queue page lists one
+ * page of one state with the `messages` command's offset and limit (each row with its
+ * status text), so it costs the same on page 1 and page 2,000 of a 100,000-message `que`.
  * Literal `/q/:name/...` routes are declared before `/q/:name`, and the message routes
  * (`/q/:name/:msg_id`, mounted after this router) are never shadowed.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { Router, type Request, type Response } from 'express';
+import { isOk } from '../../client/rpc.js';
+import { RqError } from '../../domain/errors.js';
 import { isPlainObject } from '../../domain/message.js';
-import { parseQueueConfig, type ScheduleEntry } from '../../domain/queue-config.js';
-import { shown, utcTime } from '../format.js';
 import { STATES, isState, type State } from '../../domain/states.js';
+import type { QueueLayout } from '../../store/layout.js';
+import { readLinkedConfig } from '../../store/config-files.js';
 import type { WebContext } from '../context.js';
-import { BUILTIN_QUEUES } from '../gateway.js';
+import { shown, utcTime } from '../format.js';
+import { isBuiltinQueue } from '../gateway.js';
 import { param, params } from '../params.js';
-import { PROBE_TIMEOUT_MS, adminStatus, probeMgr, probeQueue, probeQueues, type Counts, type QueueProbe } from '../queue-info.js';
-import { isOk } from '../lookups.js';
+import { mgrPidOf } from '../pipeline.js';
+import { PROBE_TIMEOUT_MS, probeMgr, probeQueue, probeQueues, type QueueProbe } from '../queue-info.js';
 import { sendPage } from '../render.js';
 import { dump, webError } from '../web-errors.js';
 
@@ -82,16 +86,6 @@ async function readText(file: string): Promise<string | undefined> {
   }
 }
 
-/** The schedule of a config file as the queue loads it; none when it cannot be read. */
-function scheduleOf(text: string | undefined, file: string): ScheduleEntry[] {
-  if (text === undefined) return [];
-  try {
-    return parseQueueConfig(text, file).schedule;
-  } catch {
-    return [];
-  }
-}
-
 /** A config file pretty-printed, or as it is when it is not JSON. */
 function prettyConfig(text: string): string {
   try {
@@ -107,12 +101,17 @@ const formatEpoch = (value: unknown): string => utcTime(value) ?? shown(value ==
 /** What the queue views use besides their data. */
 const VIEW_HELPERS = { show: (v: unknown) => shown(v === null ? undefined : v), formatEpoch };
 
-/** One row of the queue page's message list: what `messages` gives, plus a status. */
+/** rq-mgr's reply to `create_queue` and `create_queue_link` when the queue was made. */
+function isSuccess(reply: unknown): boolean {
+  return Array.isArray(reply) && reply[0] === 'success';
+}
+
+/** One row of the queue page's message list: what `messages` with an offset gives. */
 interface ListedMessage {
   msg_id: string;
+  status: string;
   due?: unknown;
   dest?: unknown;
-  status?: string;
   new_msg?: string;
 }
 
@@ -131,35 +130,34 @@ export function queueRoutes(ctx: WebContext): Router {
   // ─────────────────────────── main page, /q.json, /q.txt ───────────────────────────
 
   r.get('/', async (_req: Request, res: Response) => {
-    const [mgr, probes] = await Promise.all([probeMgr(gw), probeQueues(gw, { stats: true })]);
-    const rows = await Promise.all(
-      (probes ?? []).map(async (p) => {
-        const file = path.join(gw.root.queuesDir, p.name, 'config.json');
-        return { ...p, builtin: BUILTIN_QUEUES.has(p.name), schedule: scheduleOf(await readText(file), file) };
-      }),
-    );
-    await sendPage(res, 'main', { ...VIEW_HELPERS, mgr, rows, listed: probes !== null, now: formatEpoch(Date.now() / 1000), allowNewQueue: config.allowNewQueue });
+    const [mgr, probes] = await Promise.all([probeMgr(gw, { version: true }), probeQueues(gw)]);
+    const rows = (probes ?? []).map((p) => ({ ...p, builtin: isBuiltinQueue(p.name) }));
+    await sendPage(res, 'main', {
+      ...VIEW_HELPERS,
+      mgr: { ...mgr, pid: mgrPidOf(res) },
+      rows,
+      listed: probes !== null,
+      now: formatEpoch(Date.now() / 1000),
+      allowNewQueue: config.allowNewQueue,
+    });
   });
 
   r.get('/q.json', async (_req: Request, res: Response) => {
-    const [mgr, probes] = await Promise.all([probeMgr(gw), probeQueues(gw)]);
-    const counts = (c: Counts | null): Record<string, number> =>
-      c ? { prep: c.prep, que: c.que, run: c.run, err: c.err, done: c.done, relayed: c.relayed } : {};
+    const [mgr, probes] = await Promise.all([probeMgr(gw, { version: true }), probeQueues(gw)]);
+    const row = (p: QueueProbe): Record<string, unknown> => {
+      if (!p.up) return { name: p.name, status: 'DOWN', ping: null, pid: null, uptime: null, counts: {} };
+      const c = p.counts;
+      const counts = { prep: c.prep, que: c.que, run: c.run, err: c.err, done: c.done, relayed: c.relayed };
+      return { name: p.name, status: p.status, ping: 'pong', pid: p.pid, uptime: p.uptime, counts };
+    };
     res.json({
       status: mgr.up ? 'OPERATIONAL' : 'DOWN',
       ping: mgr.up ? 'pong' : null,
-      pid: mgr.pid,
+      pid: mgrPidOf(res),
       uptime: mgr.uptime,
       version: mgr.version,
       time: Math.floor(Date.now() / 1000),
-      queues: (probes ?? []).map((p: QueueProbe) => ({
-        name: p.name,
-        status: p.status,
-        ping: p.up ? 'pong' : null,
-        pid: p.pid,
-        uptime: p.uptime,
-        counts: counts(p.counts),
-      })),
+      queues: (probes ?? []).map(row),
     });
   });
 
@@ -181,9 +179,8 @@ export function queueRoutes(ctx: WebContext): Router {
     if (!isPlainObject(queue)) throw webError('RQ_BAD_REQUEST', 'The form must send queue[name], queue[script] and queue[num_workers]');
     const reply = await gw.mgr('create_queue', queue);
     const text = formFlash(queue, reply);
-    const ok = Array.isArray(reply) && reply[0] === 'success';
     const name = typeof queue['name'] === 'string' ? queue['name'] : '';
-    respond.redirect(req, res, rawQueuePath(root, name), ok ? { notice: text } : { error: text });
+    respond.redirect(req, res, rawQueuePath(root, name), isSuccess(reply) ? { notice: text } : { error: text });
   });
 
   r.post('/new_queue_link', async (req: Request, res: Response) => {
@@ -191,28 +188,25 @@ export function queueRoutes(ctx: WebContext): Router {
     const queue = params(req)['queue'];
     const jsonPath = isPlainObject(queue) ? queue['json_path'] : undefined;
     if (typeof jsonPath !== 'string' || jsonPath === '') throw webError('RQ_BAD_REQUEST', 'The form must send queue[json_path], a path relative to the install root');
-    const file = path.resolve(gw.root.root, jsonPath);
     let name: unknown;
     try {
       // Beyond RQ: only a regular file inside the install root, of at most 1 MiB, is read.
-      if (!isInside(gw.root.root, file)) throw new Error('outside the install root');
-      name = (JSON.parse(await readConfigFile(file)) as Record<string, unknown> | null)?.['name'];
-    } catch {
-      throw webError('RQ_NOT_FOUND', `Couldn't parse json file (${jsonPath}).`);
+      name = (JSON.parse(await readLinkedConfig(gw.root.root, jsonPath)) as Record<string, unknown> | null)?.['name'];
+    } catch (e) {
+      if (e instanceof RqError || e instanceof SyntaxError) throw webError('RQ_NOT_FOUND', `Couldn't parse json file (${jsonPath}).`);
+      throw e;
     }
     const reply = await gw.mgr('create_queue_link', jsonPath);
-    const ok = Array.isArray(reply) && reply[0] === 'success';
     const text = formFlash(queue, reply);
-    respond.redirect(req, res, rawQueuePath(root, typeof name === 'string' ? name : String(name ?? '')), ok ? { notice: text } : { error: text });
+    respond.redirect(req, res, rawQueuePath(root, typeof name === 'string' ? name : String(name ?? '')), isSuccess(reply) ? { notice: text } : { error: text });
   });
 
   r.post('/delete_queue', async (req: Request, res: Response) => {
     const name = param(req, 'queue_name');
     if (name === undefined || name === '') throw webError('RQ_BAD_REQUEST', 'The form must send queue_name');
     const reply = await gw.mgr('delete_queue', name);
-    const ok = isOk(reply);
     const text = formFlash({ queue_name: name }, reply);
-    respond.redirect(req, res, root, ok ? { notice: text } : { error: text });
+    respond.redirect(req, res, root, isOk(reply) ? { notice: text } : { error: text });
   });
 
   // ─────────────────────────── search ───────────────────────────
@@ -239,8 +233,8 @@ export function queueRoutes(ctx: WebContext): Router {
   }
 
   function searchMessages(name: string, reply: unknown): Array<Record<string, unknown>> {
-    if (!Array.isArray(reply)) throw upstream(name);
-    if (reply[0] !== 'ok' || !isPlainObject(reply[1])) throw webError('RQ_BAD_REQUEST', `Search failed: ${dump(reply)}`);
+    if (reply === null) throw upstream(name);
+    if (!isOk(reply) || !isPlainObject(reply[1])) throw webError('RQ_BAD_REQUEST', `Search failed: ${dump(reply)}`);
     return reply[1]['messages'] as Array<Record<string, unknown>>;
   }
 
@@ -270,7 +264,7 @@ export function queueRoutes(ctx: WebContext): Router {
     await Promise.all(
       (searched ? names : []).map(async (queue) => {
         const reply = await gw.queue(queue, 'search', arg, 30_000);
-        if (!Array.isArray(reply) || reply[0] !== 'ok' || !isPlainObject(reply[1])) {
+        if (!isOk(reply) || !isPlainObject(reply[1])) {
           failed.push(queue);
           return;
         }
@@ -322,7 +316,7 @@ export function queueRoutes(ctx: WebContext): Router {
     const q = gw.existing(String(req.params['name']));
     const queue = gw.routed(q.name);
     const reply = await gw.queue(queue, 'config');
-    if (!Array.isArray(reply) || reply[0] !== 'ok') throw upstream(queue);
+    if (!isOk(reply)) throw upstream(queue);
     res.json(reply[1]);
   });
 
@@ -334,14 +328,14 @@ export function queueRoutes(ctx: WebContext): Router {
     const action = present.length === ADMIN_ACTIONS.length ? undefined : present[0];
     if (action === undefined) throw webError('RQ_UPSTREAM', "Couldn't  queue. Internal error.");
     const reply = await gw.mgr(`${action}_queue`, q.name);
-    if (!Array.isArray(reply) || reply[0] !== 'ok') throw webError('RQ_UPSTREAM', `Couldn't ${action} queue. ${dump(reply)}.`);
+    if (!isOk(reply)) throw webError('RQ_UPSTREAM', `Couldn't ${action} queue. ${dump(reply)}.`);
     respond.redirect(req, res, respond.back(req), { notice: `Successfully ${PAST[action]} queue ${q.name}` });
   });
 
   r.post('/q/:name/restart', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
     const reply = await gw.mgr('restart_queue', q.name);
-    if (!Array.isArray(reply) || reply[0] !== 'ok') throw webError('RQ_UPSTREAM', `Couldn't restart queue. ${dump(reply)}.`);
+    if (!isOk(reply)) throw webError('RQ_UPSTREAM', `Couldn't restart queue. ${dump(reply)}.`);
     respond.redirect(req, res, respond.back(req), { notice: `Successfully restarted queue ${q.name}` });
   });
 
@@ -350,20 +344,20 @@ export function queueRoutes(ctx: WebContext): Router {
     const q = gw.existing(name);
     if (type === 'txt') await queueText(res, q.name);
     else if (type === 'json') await queueJson(res, q.name);
-    else await queuePage(req, res, q.name);
+    else await queuePage(req, res, q);
   });
 
   /** §7.4 queue text, exactly; `status: DOWN` also when the process does not answer. */
   async function queueText(res: Response, name: string): Promise<void> {
     const p = await probeQueue(gw, name);
     res.type('text/plain; charset=utf-8');
-    if (!p.up || p.status === 'DOWN' || !p.counts) {
+    if (!p.up || p.status === 'DOWN') {
       res.send('status: DOWN\n');
       return;
     }
     const c = p.counts;
     res.send(
-      `status: ${p.status}\nuptime: ${p.uptime ?? 0}\n\n` +
+      `status: ${p.status}\nuptime: ${p.uptime}\n\n` +
         `prep: ${c.prep}\nque: ${c.que}\nrun: ${c.run}\n\n` +
         `done: ${c.done}\nerr: ${c.err}\nrelayed: ${c.relayed}\n`,
     );
@@ -372,7 +366,7 @@ export function queueRoutes(ctx: WebContext): Router {
   /** §7.3 queue JSON: every state's whole list (RQ's API has no paging). */
   async function queueJson(res: Response, name: string): Promise<void> {
     const p = await probeQueue(gw, name);
-    if (!p.up || !p.counts) throw upstream(name);
+    if (!p.up) throw upstream(name);
     if (p.status === 'DOWN') {
       res.json({ status: 'DOWN' });
       return;
@@ -397,76 +391,35 @@ export function queueRoutes(ctx: WebContext): Router {
   }
 
   /** The dashboard's queue page: status, admin, config, schedule, one page of one state. */
-  async function queuePage(req: Request, res: Response, name: string): Promise<void> {
+  async function queuePage(req: Request, res: Response, q: QueueLayout): Promise<void> {
     const requested = wholeParam(req, 'page', 1, 1);
     const wanted = stateParam(req);
-    const file = path.join(gw.root.queuesDir, name, 'config.json');
-    const [probe, configText] = await Promise.all([probeQueue(gw, name), readText(file)]);
-    const base = name === 'relay' ? RELAY_TABS : TABS;
+    const [probe, configText] = await Promise.all([probeQueue(gw, q.name), readText(q.configFile)]);
+    const base = q.name === 'relay' ? RELAY_TABS : TABS;
     const state = wanted ?? 'que';
-    const tabs = STATES.filter((s) => base.includes(s) || s === state || (probe.counts?.[s] ?? 0) > 0);
+    const tabs = STATES.filter((s) => base.includes(s) || s === state || (probe.up && probe.counts[s] > 0));
     let listing: { state: State; page: number; pages: number; total: number; rows: ListedMessage[]; error?: string } | undefined;
-    if (probe.up && probe.status !== 'DOWN' && probe.counts) {
+    if (probe.up && probe.status !== 'DOWN') {
       const total = probe.counts[state];
       const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
       const page = Math.min(requested, pages);
-      const reply = await gw.queue(name, 'messages', { state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }, PROBE_TIMEOUT_MS * 5);
+      const reply = await gw.queue(q.name, 'messages', { state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }, PROBE_TIMEOUT_MS * 5);
       listing = Array.isArray(reply)
-        ? { state, page, pages, total, rows: await withStatus(name, state, reply as ListedMessage[]) }
+        ? { state, page, pages, total, rows: reply as ListedMessage[] }
         : { state, page, pages, total, rows: [], error: 'The queue did not list its messages; try again.' };
     }
     await sendPage(res, 'queue', {
       ...VIEW_HELPERS,
-      name,
+      name: q.name,
       probe,
-      admin: adminStatus(gw, name),
+      admin: probe.up ? probe.admin : null,
       configText: configText === undefined ? undefined : prettyConfig(configText),
-      schedule: scheduleOf(configText, file),
+      schedule: probe.up ? probe.schedule : [],
       tabs,
       listing,
       pageSize: PAGE_SIZE,
     });
   }
 
-  /** Finished messages get their status text (one RPC each, in parallel: a page is 50). */
-  async function withStatus(name: string, state: State, rows: ListedMessage[]): Promise<ListedMessage[]> {
-    if (state !== 'done' && state !== 'err' && state !== 'relayed') return rows;
-    return Promise.all(
-      rows.map(async (row) => {
-        const reply = await gw.queue(name, 'get_message_status', { msg_id: row.msg_id }, PROBE_TIMEOUT_MS);
-        const status = isOk(reply) && isPlainObject(reply[1]) ? reply[1]['status'] : undefined;
-        return typeof status === 'string' ? { ...row, status } : row;
-      }),
-    );
-  }
-
   return r;
-}
-
-/**
- * A queue config file's text: opened without blocking (a FIFO cannot hang a thread),
- * a regular file, at most 1 MiB.
- */
-async function readConfigFile(file: string): Promise<string> {
-  const fh = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-  try {
-    const st = await fh.stat();
-    if (!st.isFile() || st.size > 1024 * 1024) throw new Error('not a regular file of at most 1 MiB');
-    return await fh.readFile('utf8');
-  } finally {
-    await fh.close();
-  }
-}
-
-/** Whether `file` (resolved, symlinks followed where they exist) is inside `root`. */
-function isInside(root: string, file: string): boolean {
-  const real = (p: string): string => {
-    try {
-      return fs.realpathSync(p);
-    } catch {
-      return p;
-    }
-  };
-  const rel = path.relative(real(root), real(file));
-  return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
 }

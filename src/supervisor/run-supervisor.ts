@@ -1,0 +1,66 @@
+/**
+ * The rq-mgr process, in either of its two shapes: in the foreground (`bin/rq-mgr run`,
+ * `npm start`, the systemd unit), every log line on stdout; or as the daemon that
+ * `bin/rq-mgr start` spawns (rq-mgr-main.ts), every log line in `log/rq.log`, reopened on
+ * SIGUSR1 for logrotate. Either way TERM or INT stops everything cleanly and HUP reloads
+ * (spec/rq.md §4.2).
+ */
+import { once } from 'node:events';
+import { pino } from 'pino';
+import { coerceError, explain } from '../domain/errors.js';
+import { createLogger } from '../lib/logger.js';
+import type { RootLayout } from '../store/layout.js';
+import { loadSupervisorSettings, type SupervisorSettings } from './settings.js';
+import { Supervisor } from './supervisor.js';
+
+/**
+ * Become rq-mgr: resolves once the queues answer, the web listens and the socket is open.
+ * The process then lives until a signal stops it; it exits by itself (status 1) when the
+ * config is bad or the supervisor cannot start.
+ */
+export async function runSupervisor(root: RootLayout, o: { foreground: boolean }): Promise<void> {
+  process.chdir(root.root);
+  process.title = '[rq-mgr]';
+  const dest = o.foreground
+    ? pino.destination({ dest: 1, sync: false })
+    : pino.destination({ dest: root.logFile, mkdir: true, sync: false });
+  // Open before the first line, so that exit() can flush even a config error at once.
+  await once(dest, 'ready');
+  const log = createLogger({ component: 'rq-mgr' }, dest);
+  const exit: (code: number) => never = (code) => {
+    dest.flushSync();
+    process.exit(code);
+  };
+
+  let settings: SupervisorSettings;
+  try {
+    settings = loadSupervisorSettings(root);
+  } catch (e) {
+    // RQ's exact line, then what was wrong (the cause names the key or the JSON error).
+    log.fatal(explain(e));
+    exit(1);
+  }
+
+  const supervisor = new Supervisor({ root, log, writeLine: (line) => dest.write(`${line}\n`), env: settings.env });
+  const stop = (): void => {
+    void supervisor.shutdown().then(() => exit(0));
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.on('SIGHUP', () => {
+    log.info('SIGHUP: reloading queues');
+    supervisor.reload();
+  });
+  process.on('SIGUSR1', () => dest.reopen());
+
+  try {
+    await supervisor.start();
+  } catch (e) {
+    log.fatal({ err: coerceError(e).message }, 'rq-mgr could not start');
+    exit(1);
+  }
+  if (o.foreground) {
+    const { host, port, relativeRoot } = settings.config;
+    process.stderr.write(`rq is running: open http://${host || '127.0.0.1'}:${port}${relativeRoot} (Ctrl-C stops it)\n`);
+  }
+}

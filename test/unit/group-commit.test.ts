@@ -1,0 +1,74 @@
+// The group committer's journal (src/store/group-commit.ts): ops append their lines in
+// order, and a replacement of the file (the que index compaction) runs only between two
+// flushes, after the ops before it have resolved, so no flushed line is lost with the
+// old file and no fsync is left pending on a closed descriptor.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createGroupCommitter, type GroupCommitter } from '../../src/store/group-commit.js';
+
+let dir: string;
+let file: string;
+let c: GroupCommitter;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-commit-'));
+  file = path.join(dir, 'journal');
+  fs.writeFileSync(file, 'old\n');
+  c = createGroupCommitter();
+  c.openJournal(file, 1);
+});
+afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+describe('group commit journal', () => {
+  it('appends the lines of every op and counts them', async () => {
+    await Promise.all([c.commit({ journal: 'a\n' }), c.commit({ journal: 'b\nc\n' }), c.commit({})]);
+    expect(fs.readFileSync(file, 'utf8')).toBe('old\na\nb\nc\n');
+    expect(c.journalLines()).toBe(4);
+  });
+
+  it('replaces the file only after the flush in flight, and its ops, are done', async () => {
+    const order: string[] = [];
+    const a = c.commit({ journal: 'a\n' }).then(() => order.push('a committed'));
+    await nextTurn(); // a's flush has started: its fdatasync is pending
+    const replaced = c.replaceJournal(file, () => {
+      order.push(`write sees ${JSON.stringify(fs.readFileSync(file, 'utf8'))}`);
+      fs.writeFileSync(`${file}.new`, 'compact\n');
+      fs.renameSync(`${file}.new`, file);
+      return 1;
+    });
+    const b = c.commit({ journal: 'b\n' }).then(() => order.push('b committed'));
+    await Promise.all([a, replaced, b]);
+    expect(order).toEqual(['a committed', 'write sees "old\\na\\n"', 'b committed']);
+    // b went to the new file; nothing was appended to the one replaced.
+    expect(fs.readFileSync(file, 'utf8')).toBe('compact\nb\n');
+    expect(c.journalLines()).toBe(2);
+  });
+
+  it('flushes the ops queued before a replacement first, and those after it into the new file', async () => {
+    const before = c.commit({ journal: 'x\n' });
+    const replaced = c.replaceJournal(file, () => {
+      expect(fs.readFileSync(file, 'utf8')).toBe('old\nx\n');
+      fs.writeFileSync(`${file}.new`, '');
+      fs.renameSync(`${file}.new`, file);
+      return 0;
+    });
+    const after = c.commit({ journal: 'y\n' });
+    await Promise.all([before, replaced, after]);
+    expect(fs.readFileSync(file, 'utf8')).toBe('y\n');
+    expect(c.journalLines()).toBe(1);
+  });
+
+  it('rejects a failed replacement and keeps appending to the file at the path', async () => {
+    await expect(
+      c.replaceJournal(file, () => {
+        throw new Error('disk full');
+      }),
+    ).rejects.toThrow('disk full');
+    await c.commit({ journal: 'z\n' });
+    expect(fs.readFileSync(file, 'utf8')).toBe('old\nz\n');
+    expect(c.journalLines()).toBe(2);
+  });
+});
