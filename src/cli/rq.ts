@@ -11,9 +11,9 @@
  *
  * Every CLI call pays Node's start-up, so this module stays tiny on purpose: node
  * built-ins and a few dependency-free modules (the RPC framing, ids, names, messages'
- * isPlainObject, the path layout, the install root), all subcommands in the one table
- * below instead of one file each, and no logger. Importing it has no side effects;
- * `bin/rq` calls `main`.
+ * isPlainObject, the path layout, the install root, the router rules), all subcommands
+ * in the one table below instead of one file each, and no logger. Importing it has no
+ * side effects; `bin/rq` calls `main`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -23,6 +23,7 @@ import { parseFullId } from '../domain/ids.js';
 import { isPlainObject } from '../domain/message.js';
 import { isValidQueueName } from '../domain/names.js';
 import { installRoot } from '../lib/install-root.js';
+import { describeRule, loadRules, type Rule } from '../router/rules.js';
 import { checkAttachmentSource } from '../store/attachment-source.js';
 import { queueLayout, rootLayout } from '../store/layout.js';
 
@@ -178,25 +179,23 @@ function byId(command: string): Command['run'] {
 }
 
 /**
- * verify_rules. The router's rules format (spec/rq.md §9.3) comes with the router issue;
- * until then a rules file is any JSON array (each element a rule) or object (each key a
- * rule), and this only checks that it parses.
+ * verify_rules: load a router rules file as the router does (spec/rq.md §9.3; the format
+ * is in src/router/rules.ts), conditional actions resolved with this environment. Prints
+ * `ok`, after one JSON line per rule with `--verbose`; or RQ's `fail bad router rules
+ * file`, with what is wrong on stderr.
  */
 async function verifyRules(opts: Options, ctx: CliContext): Promise<number> {
   const file = path.resolve(ctx.cwd, required(opts, 'path'));
-  let rules: unknown;
+  let rules: Rule[];
   try {
-    rules = JSON.parse(await fs.promises.readFile(file, 'utf8'));
-  } catch {
-    rules = undefined;
-  }
-  if (!Array.isArray(rules) && !isPlainObject(rules)) {
+    rules = loadRules(file, process.env);
+  } catch (thrown) {
+    if (!(thrown instanceof RqError)) throw thrown;
     ctx.out('fail bad router rules file\n');
+    ctx.err(`${thrown.message}\n`);
     return 1;
   }
-  if (opts.has('verbose')) {
-    for (const rule of Array.isArray(rules) ? rules.map((r) => JSON.stringify(r)) : Object.keys(rules)) ctx.out(`${rule}\n`);
-  }
+  if (opts.has('verbose')) for (const rule of rules) ctx.out(`${describeRule(rule)}\n`);
   ctx.out('ok\n');
   return 0;
 }

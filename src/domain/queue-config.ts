@@ -5,11 +5,18 @@
  */
 import { RqError } from './errors.js';
 import { PARAM_KEYS, isPlainObject } from './message.js';
+import { checkCleaner, normaliseCleaner, serialisedCleaner, type CleanerConfig } from './retention.js';
 import { rubyToI } from './ruby.js';
 
 export interface ScheduleEntry {
   cron: string;
   params: Record<(typeof PARAM_KEYS)[number], unknown>;
+  /**
+   * Beyond RQ: what a schedule does about due times it missed while the queue was down,
+   * paused or stopped. `skip` (RQ's behaviour, the default) or `once` (fire one message
+   * for the latest missed time). Any other value is kept so the cron module can name it.
+   */
+  missed: string;
 }
 
 export interface QueueConfig {
@@ -32,6 +39,8 @@ export interface QueueConfig {
    * and the message goes to `err`. `null` (the default) means no limit, as in RQ.
    */
   timeout: number | null;
+  /** Beyond RQ: how long done, relayed and err messages are kept (retention.ts). */
+  cleaner: CleanerConfig;
 }
 
 const TRUTHY = new Set<unknown>([true, 'true', 'yes', '1', 1]);
@@ -49,8 +58,12 @@ export function normaliseQueueConfig(raw: Record<string, unknown>): QueueConfig 
   const schedule: ScheduleEntry[] = [];
   for (const entry of Array.isArray(raw['schedule']) ? raw['schedule'] : []) {
     if (!isPlainObject(entry) || typeof entry['cron'] !== 'string') continue;
-    const params = Object.fromEntries(PARAM_KEYS.map((k) => [k, entry[k] ?? null])) as ScheduleEntry['params'];
-    schedule.push({ cron: entry['cron'], params });
+    // RQ reads paramN next to `cron`, but writes them under `params` and so loses them on
+    // the next load (§1.5 [Q]). Both forms are read here; top-level wins.
+    const nested = isPlainObject(entry['params']) ? entry['params'] : {};
+    const params = Object.fromEntries(PARAM_KEYS.map((k) => [k, entry[k] ?? nested[k] ?? null])) as ScheduleEntry['params'];
+    const missed = entry['missed'] === undefined ? 'skip' : String(entry['missed']);
+    schedule.push({ cron: entry['cron'], params, missed });
   }
   const envVars: Record<string, string> = {};
   if (isPlainObject(raw['env_vars'])) {
@@ -67,6 +80,7 @@ export function normaliseQueueConfig(raw: Record<string, unknown>): QueueConfig 
     blocking_params: paramList(raw['blocking_params']),
     schedule,
     timeout: typeof timeout === 'number' && timeout > 0 ? timeout : null,
+    cleaner: normaliseCleaner(raw['cleaner']),
   });
 }
 
@@ -83,6 +97,7 @@ export function parseQueueConfig(text: string, path: string): QueueConfig {
   if (timeout !== undefined && timeout !== null && !(typeof timeout === 'number' && timeout > 0)) {
     throw new RqError('RQ_CONFIG', `${path}: expected "timeout" to be a positive number of seconds, got ${JSON.stringify(timeout)}`);
   }
+  checkCleaner(raw['cleaner'], path);
   return normaliseQueueConfig(raw);
 }
 
@@ -99,8 +114,10 @@ export function serialiseQueueConfig(c: QueueConfig): string {
     env_vars: c.env_vars,
     coalesce_params: c.coalesce_params,
     blocking_params: c.blocking_params,
-    schedule: c.schedule,
+    schedule: c.schedule.map((e) => (e.missed === 'skip' ? { cron: e.cron, params: e.params } : e)),
   };
   if (c.timeout !== null) out['timeout'] = c.timeout;
+  const cleaner = serialisedCleaner(c.cleaner);
+  if (cleaner !== undefined) out['cleaner'] = cleaner;
   return JSON.stringify(out);
 }

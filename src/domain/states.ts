@@ -8,8 +8,9 @@
  *   start (→ run), coalescing into a finished message (→ done/relayed), or delete.
  * - `run`: entered by a scheduler start; left when the worker exits (→ done, relayed,
  *   err, que) or at start-up recovery (→ que).
- * - `done`, `relayed`: final, hashed by id (§1.8); cleaned by the cleaner queue.
- * - `err`: final until an operator clones or deletes it.
+ * - `done`, `relayed`: final, hashed by id (§1.8); removed by a clean (retention.ts),
+ *   which the cleaner queue asks for.
+ * - `err`: final until an operator clones or deletes it, or a clean removes it.
  */
 export const STATES = ['prep', 'que', 'run', 'done', 'err', 'relayed'] as const;
 export type State = (typeof STATES)[number];

@@ -7,7 +7,8 @@
  * Beyond RQ, for the web: `messages` takes an `offset` (paging; a paged reply gives every
  * message's status text), and two commands are added: `search` (RQ's `GET /search` as a
  * command, paged, with an optional free text) and `stats` (the dashboard's whole view of
- * the queue in one reply, with the counters since the queue process started).
+ * the queue in one reply, with the counters since the queue process started). `clean`
+ * removes old finished messages (housekeeping.ts); it is refused while DOWN, like the others.
  *
  * The admin flags are re-read for `status` and `stats` only (spec/rq.md §1.11). The DOWN
  * check uses the value last read, which the flag files' watch (hints.ts) keeps current:
@@ -17,6 +18,7 @@
 import { RqError, coerceError } from '../domain/errors.js';
 import { parseFullId } from '../domain/ids.js';
 import { isPlainObject } from '../domain/message.js';
+import { parseCleanArgument } from '../domain/retention.js';
 import { STATES, isState, type State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
 import type { QueueEngine, SearchQuery } from './queue-engine.js';
@@ -115,10 +117,15 @@ const COMMANDS: Record<string, Handler> = {
       admin: e.adminStatus(),
       uptime: e.uptimeSec(),
       counts: e.numMessages(),
-      schedule: e.config.schedule,
+      schedule: e.cron.describe(),
       ...e.stats.snapshot(),
+      // Beyond RQ: the retention limits, and the last disk usage measured (null before the first).
+      cleaner: e.config.cleaner,
+      disk: e.housekeeping.diskUsage(),
     };
   },
+  // Beyond RQ: remove the done, relayed and err messages over the queue's limits (housekeeping.ts).
+  clean: async (e, arg) => ['ok', await e.housekeeping.clean(e.config.cleaner, parseCleanArgument(arg))],
   create_message: async (e, arg) => ['ok', await e.create(arg, 'que')],
   prep_message: async (e, arg) => ['ok', await e.create(arg, 'prep')],
   single_que: async (e, arg) => ['ok', await e.singleQue(arg)],

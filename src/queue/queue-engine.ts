@@ -47,6 +47,8 @@ import {
   spawnWorker,
   type RunningWorker,
 } from '../worker/runner.js';
+import { CronSchedule } from './cron.js';
+import { Housekeeping } from './housekeeping.js';
 import { QueList, paramKey } from './que-list.js';
 import { QueueStats } from './queue-stats.js';
 import { SortedIds } from './sorted-ids.js';
@@ -230,11 +232,33 @@ export class QueueEngine {
   /** The environment every worker starts from (process env + env_vars), built per config. */
   private baseEnv: NodeJS.ProcessEnv = {};
   private script: { real: string; checkedAt: number } | undefined;
+  /** The queue's cron schedule (cron.ts); its `describe()` is the `stats` schedule. */
+  readonly cron: CronSchedule;
+  /** The `clean` command and the disk usage of `stats` (housekeeping.ts). */
+  readonly housekeeping: Housekeeping;
 
   constructor(deps: EngineDeps, config: QueueConfig) {
     this.d = deps;
     this.name = deps.layout.name;
     this.config = config;
+    this.cron = new CronSchedule({
+      queue: this.name,
+      file: deps.layout.cronFile,
+      log: deps.log,
+      isUp: () => this.status() === 'UP',
+      prep: async (input) => {
+        const id = await this.create(input, 'prep');
+        return id.slice(id.lastIndexOf('/') + 1);
+      },
+      commit: (id) => this.commit(id),
+    });
+    this.housekeeping = new Housekeeping({
+      store: deps.store,
+      layout: deps.layout,
+      log: deps.log,
+      count: (state) => (state === 'err' ? this.errIds.size : this.counts[state]),
+      forget: (state, id) => (state === 'err' ? this.errIds.delete(id) : this.counts[state]--),
+    });
     this.applyConfig();
   }
 
@@ -247,6 +271,7 @@ export class QueueEngine {
     for (const [k, v] of Object.entries(this.config.env_vars)) if (!k.startsWith('RQ_')) env[k] = v;
     this.baseEnv = env;
     this.script = undefined;
+    this.cron.configure(this.config.schedule);
   }
 
   // ───────────────────────────── lifecycle ─────────────────────────────
@@ -314,6 +339,23 @@ export class QueueEngine {
     });
     this.tick = setInterval(() => this.onTick(), TICK_MS);
     this.tick.unref();
+    void this.cron.start(this.cronLeftovers()).catch((e: unknown) => {
+      this.d.log.error({ err: coerceError(e).message }, 'cannot start the cron schedule');
+    });
+  }
+
+  /** Prep messages from cron (few, and only after a crash mid-fire; see cron.ts). */
+  private cronLeftovers(): Array<{ id: string; msg: Message }> {
+    const out: Array<{ id: string; msg: Message }> = [];
+    for (const id of this.prep) {
+      try {
+        const msg = this.d.store.readMsg('prep', id);
+        if (msg.src === 'cron') out.push({ id, msg });
+      } catch {
+        // an unreadable prep message is not ours to commit
+      }
+    }
+    return out;
   }
 
   /** A worker from before a restart that is still the same live process. */
@@ -371,7 +413,10 @@ export class QueueEngine {
     this.admin = fs.existsSync(layout.downFlag) ? 'DOWN' : fs.existsSync(layout.pauseFlag) ? 'PAUSE' : 'UP';
     if (before !== this.admin) {
       this.d.log.info({ admin: this.admin }, 'admin status changed');
-      if (this.admin === 'UP') setImmediate(() => this.pump());
+      if (this.admin === 'UP') {
+        setImmediate(() => this.pump());
+        void this.cron.check();
+      }
     }
   }
 
@@ -1106,11 +1151,33 @@ export class QueueEngine {
           this.stats.messageFinished('err');
         }
       }
+      if (to !== 'que') this.queueWebhooks(run.id, msg, to);
     } catch (e) {
       log.error({ msg_id: run.id, err: coerceError(e).message, to }, 'cannot finish run; it stays in run/ until restart');
     } finally {
       this.run.delete(run.id);
       this.pump();
+    }
+  }
+
+  /**
+   * Post-run webhooks (spec/rq.md §9.1): at a final state, one message per URL of a
+   * `post_run_webhook` array, created in the local `webhook` queue. The payload is the
+   * message with its full id and final state. A missing or refusing `webhook` queue is
+   * logged; the run's own move has already been committed either way.
+   */
+  private queueWebhooks(id: string, msg: Message, state: 'done' | 'relayed' | 'err'): void {
+    const hooks = msg.post_run_webhook;
+    if (!Array.isArray(hooks)) return;
+    const snapshot = JSON.stringify({ ...msg, msg_id: this.fullId(id), state });
+    for (const url of hooks) {
+      const input = { dest: 'webhook', param1: url, param2: snapshot };
+      this.d
+        .callQueue('webhook', 'create_message', input)
+        .then((reply) => {
+          if (!isOk(reply)) throw new Error(JSON.stringify(reply));
+        })
+        .catch((e: unknown) => this.d.log.error({ msg_id: id, url, err: coerceError(e).message }, 'cannot queue a post-run webhook'));
     }
   }
 

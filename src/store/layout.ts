@@ -41,6 +41,13 @@ export interface QueueLayout {
   socket: string;
   /** The durable index of `que/` (see que-index.ts). */
   indexFile: string;
+  /** When each cron entry last fired (queue/cron.ts). */
+  cronFile: string;
+  /**
+   * Messages a clean has taken out of their state, named `<state>.<id>`, until their
+   * files are deleted (message-store.ts `discard`, disk-usage.ts `emptyTrash`).
+   */
+  trashDir: string;
   downFlag: string;
   pauseFlag: string;
   stateDir(state: State): string;
@@ -69,6 +76,8 @@ export function queueLayout(root: RootLayout, name: string): QueueLayout {
     pidFile: path.join(dir, 'queue.pid'),
     socket: path.join(dir, 'queue.sock'),
     indexFile: path.join(dir, 'que.index'),
+    cronFile: path.join(dir, 'cron.json'),
+    trashDir: path.join(dir, '.trash'),
     downFlag: path.join(root.configDir, `${name}.down`),
     pauseFlag: path.join(root.configDir, `${name}.pause`),
     stateDir: (state) => path.join(dir, state),

@@ -8,7 +8,9 @@
  * fsynced, then the rename, then the parent directory fsynced. Whatever enters `que`
  * gets its line in the que index in the same flush, and its index entry is handed back.
  * `claim` (que → run) is a bare rename, because a crash before it is durable leaves the
- * message in `que`, where it belongs.
+ * message in `que`, where it belongs. A clean's `discard` (done, relayed or err → gone)
+ * is a bare rename into the queue's trash too: a crash before it is durable leaves the
+ * message where it was, and the next clean takes it again.
  *
  * Preconditions are the renames themselves: a missing source is ENOENT, which becomes
  * `RqError('RQ_NOT_IN_STATE')` and is never ignored.
@@ -66,6 +68,27 @@ export interface MessageStore {
    */
   hashedIds(state: State, offset?: number): Iterable<string>;
   countHashed(state: State): number;
+  /**
+   * A state's messages in groups: a directory and the names of the messages in it. A flat
+   * state is one group, listed asynchronously (a big `que` never blocks the event loop);
+   * a hashed state is a group per minute directory, listed when the walk reaches it. With
+   * `oldest`, groups come oldest first and the names in each ascending; else in no order.
+   */
+  groups(state: State, order?: 'oldest'): AsyncIterable<MessageGroup>;
+  /**
+   * Take a message out of its state for good: one rename into the queue's trash
+   * (layout.ts `trashDir`), the commit point of a clean; its files are deleted later
+   * (disk-usage.ts `emptyTrash`). False when the message is no longer there.
+   */
+  discard(state: State, id: string): boolean;
+  /** Remove a hashed state's minute directory once it is empty, then its hour and day directories if they are empty too. */
+  pruneHashed(minuteDir: string): void;
+}
+
+/** Messages listed together: their directory and their names (ids). */
+export interface MessageGroup {
+  dir: string;
+  ids: string[];
 }
 
 /** Names at each level of a hashed tree: day, hour, minute, then message ids. */
@@ -92,14 +115,16 @@ function isMessageName(name: string): boolean {
   return !name.startsWith('_') && !name.startsWith('.');
 }
 
-/** The id lists of a hashed tree's minute directories, newest minute first, unsorted. */
-function* minuteDirs(dir: string, level = 0): Generator<string[]> {
+/** A hashed tree's minute directories with their (unsorted) ids, newest minute first or oldest first. */
+function* minuteDirs(dir: string, newestFirst: boolean, level = 0): Generator<MessageGroup> {
   const names = readdirOrEmpty(dir).filter((n) => LEVEL_RE[level]!.test(n));
   if (level === 3) {
-    yield names;
+    yield { dir, ids: names };
     return;
   }
-  for (const name of names.sort().reverse()) yield* minuteDirs(path.join(dir, name), level + 1);
+  names.sort();
+  if (newestFirst) names.reverse();
+  for (const name of names) yield* minuteDirs(path.join(dir, name), newestFirst, level + 1);
 }
 
 function notInState(id: string, from: State, cause: unknown): RqError {
@@ -279,7 +304,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
 
     *hashedIds(state, offset = 0) {
       let skip = offset;
-      for (const ids of minuteDirs(q.stateDir(state))) {
+      for (const { ids } of minuteDirs(q.stateDir(state), true)) {
         if (skip >= ids.length) {
           skip -= ids.length;
           continue;
@@ -292,8 +317,51 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
 
     countHashed(state) {
       let n = 0;
-      for (const ids of minuteDirs(q.stateDir(state))) n += ids.length;
+      for (const { ids } of minuteDirs(q.stateDir(state), true)) n += ids.length;
       return n;
+    },
+
+    async *groups(state, order) {
+      const dir = q.stateDir(state);
+      const sorted = (group: MessageGroup): MessageGroup => (order === 'oldest' ? { dir: group.dir, ids: group.ids.sort() } : group);
+      if (!HASHED_STATES.has(state)) {
+        let names: string[] = [];
+        try {
+          names = await fs.promises.readdir(dir);
+        } catch (e) {
+          if (errnoCode(e) !== 'ENOENT') throw e;
+        }
+        yield sorted({ dir, ids: names.filter(isMessageName) });
+        return;
+      }
+      for (const group of minuteDirs(dir, order !== 'oldest')) yield sorted(group);
+    },
+
+    discard(state, id) {
+      const from = q.msgDir(state, id);
+      const to = path.join(q.trashDir, `${state}.${id}`);
+      try {
+        fs.renameSync(from, to);
+        return true;
+      } catch (e) {
+        if (errnoCode(e) !== 'ENOENT') throw e;
+      }
+      // The message is gone, or the trash is not there yet.
+      if (!fs.existsSync(from)) return false;
+      fs.mkdirSync(q.trashDir, { recursive: true });
+      fs.renameSync(from, to);
+      return true;
+    },
+
+    pruneHashed(minuteDir) {
+      madeHashDirs.delete(minuteDir);
+      for (let d = minuteDir, level = 0; level < 3; level++, d = path.dirname(d)) {
+        try {
+          fs.rmdirSync(d);
+        } catch {
+          return; // not empty (a message arrived, or other minutes remain), or gone
+        }
+      }
     },
   };
 }

@@ -1,9 +1,11 @@
 /**
  * How pages print values from messages and replies: strings bare, anything else as its
  * JSON, and epoch seconds (a number or RQ's string) as a UTC time when they are one
- * (a `due` of 1e300 is shown as it is, not thrown on).
+ * (a `due` of 1e300 is shown as it is, not thrown on), and a state's retention limits.
  */
+import type { RetentionLimits } from '../domain/retention.js';
 import { rubyToF } from '../domain/ruby.js';
+import { formatBytes } from '../lib/bytes.js';
 
 /** A value as text: strings as they are, undefined as nothing, anything else as JSON. */
 export function shown(value: unknown): string {
@@ -17,4 +19,13 @@ export function utcTime(value: unknown): string | undefined {
   // Date's range is ±8.64e15 ms; anything outside (or not positive) is not a time.
   if (!Number.isFinite(ms) || ms <= 0 || ms > 8.64e15) return undefined;
   return `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
+/** A state's retention limits as the queue page says them: `2 days, 60000 messages, 10.0 GiB`, or `no limit`. */
+export function retentionText(limits: RetentionLimits): string {
+  const parts: string[] = [];
+  if (limits.max_age_days !== null) parts.push(`${limits.max_age_days} ${limits.max_age_days === 1 ? 'day' : 'days'}`);
+  if (limits.max_count !== null) parts.push(`${limits.max_count} ${limits.max_count === 1 ? 'message' : 'messages'}`);
+  if (limits.max_bytes !== null) parts.push(formatBytes(limits.max_bytes));
+  return parts.length === 0 ? 'no limit' : parts.join(', ');
 }

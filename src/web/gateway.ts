@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { rpcCall } from '../client/rpc.js';
 import { BUILTIN_QUEUES, isValidQueueName } from '../domain/names.js';
+import { RULES_FILE_NAME } from '../router/rules.js';
 import { queueLayout, type QueueLayout, type RootLayout } from '../store/layout.js';
 import { runningPid } from '../supervisor/pid-file.js';
 import { PROBE_TIMEOUT_MS } from './queue-info.js';
@@ -42,7 +43,7 @@ function encodeArg(arg: unknown): string {
 }
 
 export function createGateway(root: RootLayout): Gateway {
-  const routerRules = path.join(root.configDir, 'rq_router_rules.rb');
+  const routerRules = path.join(root.configDir, RULES_FILE_NAME);
   return {
     root,
     mgr: (command, arg, timeoutMs = 10_000) => rpcCall(root.mgrSocket, command, encodeArg(arg), timeoutMs),

@@ -8,10 +8,12 @@
  * probe with `up: false`, never an exception.
  */
 import { isPlainObject } from '../domain/message.js';
-import type { ScheduleEntry } from '../domain/queue-config.js';
+import type { ScheduleStatus } from '../queue/cron.js';
+import type { CleanerConfig } from '../domain/retention.js';
 import type { State } from '../domain/states.js';
 import type { AdminStatus } from '../queue/queue-engine.js';
 import type { StatsReply } from '../queue/queue-stats.js';
+import type { DiskUsage } from '../store/disk-usage.js';
 import type { Gateway } from './gateway.js';
 
 /** How long a probe waits for one RPC answer. */
@@ -29,7 +31,11 @@ export interface QueueStatus extends StatsReply {
   uptime: number;
   counts: Counts;
   /** The schedule the queue runs (its live config). */
-  schedule: ScheduleEntry[];
+  schedule: ScheduleStatus[];
+  /** Beyond RQ: how long done, relayed and err messages are kept. */
+  cleaner: CleanerConfig;
+  /** Beyond RQ: the queue's last disk usage measurement, null before the first. */
+  disk: DiskUsage | null;
 }
 
 /** A queue that answered: its `stats`. */

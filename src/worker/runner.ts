@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { localTimestamp } from '../lib/local-time.js';
 import { createLineSplitter } from './pipe-protocol.js';
 
 const SHELL_META = /[*?{}[\]<>()~&|\\$;'"`\n#]/;
@@ -46,17 +47,6 @@ export function isRunnable(realScript: string): boolean {
   }
 }
 
-/** `2026-11-21 05:27:44 +0000`, local time, as in RQ's start marker. */
-export function localTimestamp(at: Date): string {
-  const p = (n: number): string => String(n).padStart(2, '0');
-  const off = -at.getTimezoneOffset();
-  const sign = off >= 0 ? '+' : '-';
-  return (
-    `${at.getFullYear()}-${p(at.getMonth() + 1)}-${p(at.getDate())} ` +
-    `${p(at.getHours())}:${p(at.getMinutes())}:${p(at.getSeconds())} ` +
-    `${sign}${p(Math.floor(Math.abs(off) / 60))}${p(Math.abs(off) % 60)}`
-  );
-}
 
 let bootTimeMs: number | undefined;
 

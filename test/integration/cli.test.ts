@@ -153,22 +153,35 @@ describe('bin/rq round trips', () => {
     expect(await t.state('relay', shortId(valued))).toBe('prep');
   });
 
-  it('verify_rules accepts a JSON rules file and refuses anything else', async () => {
+  it('verify_rules checks a router rules file: ok, or RQ\'s fail line with the problem on stderr', async () => {
     const rules = path.join(t.root, 'rules.json');
-    fs.writeFileSync(rules, JSON.stringify([{ desc: 'a' }, { desc: 'default' }]));
+    fs.writeFileSync(rules, JSON.stringify([{ name: 'stats', action: 'relay', dest: '^stats', route: ['h1', 'h2:4000'] }]));
     expect(await rq('verify_rules', '--path', rules)).toEqual({ code: 0, stdout: 'ok\n', stderr: '' });
-    expect(await rq('verify_rules', '--path', rules, '--verbose')).toEqual({
+    // --verbose: each rule as the router will use it, the built-in default last; a relative path is from the cwd.
+    const verbose = await runRq(t.root, ['verify_rules', '--path=rules.json', '--verbose'], { cwd: t.root });
+    expect(verbose).toEqual({
       code: 0,
-      stdout: '{"desc":"a"}\n{"desc":"default"}\nok\n',
+      stdout:
+        '{"name":"stats","action":"relay","src":null,"dest":"^stats","route":["h1","h2:4000"],"log":false,"delay":0}\n' +
+        '{"name":"default","action":"err","src":null,"dest":null,"route":[],"log":true,"delay":0}\n' +
+        'ok\n',
       stderr: '',
     });
-    fs.writeFileSync(path.join(t.root, 'obj.json'), '{"first":{},"default":{}}');
-    const fromOtherCwd = await runRq(t.root, ['verify_rules', '--path=obj.json', '--verbose'], { cwd: t.root });
-    expect(fromOtherCwd).toEqual({ code: 0, stdout: 'first\ndefault\nok\n', stderr: '' });
-    fs.writeFileSync(path.join(t.root, 'bad.rb'), 'rule "x"\naction :done\n');
-    for (const p of ['bad.rb', 'missing.json']) {
-      expect(await rq('verify_rules', '--path', path.join(t.root, p))).toEqual({ code: 1, stdout: 'fail bad router rules file\n', stderr: '' });
-    }
+    // A conditional action is resolved with the caller's environment.
+    fs.writeFileSync(rules, JSON.stringify([{ name: 'default', action: { env: 'BR_ENV', equals: 'prod', then: 'done', else: 'err' } }]));
+    const prod = await runRq(t.root, ['verify_rules', '--path', rules, '--verbose'], { env: { BR_ENV: 'prod' } });
+    expect(prod.stdout).toBe('{"name":"default","action":"done","src":null,"dest":null,"route":[],"log":false,"delay":0}\nok\n');
+
+    fs.writeFileSync(rules, JSON.stringify([{ name: 'stats', action: 'relay', dest: '^stats' }]));
+    expect(await rq('verify_rules', '--path', rules)).toEqual({
+      code: 1,
+      stdout: 'fail bad router rules file\n',
+      stderr: `${rules}: rule 1 ("stats"): "route" is required for action relay: the hosts to send to\n`,
+    });
+    const missing = path.join(t.root, 'missing.json');
+    const r = await rq('verify_rules', '--path', missing, '--verbose');
+    expect(r).toMatchObject({ code: 1, stdout: 'fail bad router rules file\n' });
+    expect(r.stderr.startsWith(`${missing}: cannot read the rules file: ENOENT`)).toBe(true);
   });
 });
 

@@ -1,8 +1,7 @@
 /**
  * bin/rq-install (spec/rq.md §6.2, §1.2, §4.6) run for real against a fresh install root
  * (RQ_ROOT = a temp dir): the exact files it writes, every option in both spellings, the
- * refusal of a second install, what --force keeps, and the input errors. Also the four
- * placeholder scripts of the built-in queues: they must fail honestly.
+ * refusal of a second install, what --force keeps, and the input errors.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -261,12 +260,5 @@ describe('input errors: a clear message, exit 1, nothing written', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^rq-install: /);
     expect(tree(scratch())).toEqual([]);
-  });
-});
-
-describe('the built-in queues\' placeholder scripts', () => {
-  it.each(BUILTINS)('%s_script reports err on fd 3 and exits 0 (it does not fake success)', (name) => {
-    const out = execFileSync('bash', ['-c', `"$0" 3>&1 1>/dev/null`, path.join(REPO, 'libexec', `${name}_script`)], { encoding: 'utf8' });
-    expect(out).toBe(`err ${name} is not implemented yet (see the README)\n`);
   });
 });

@@ -18,7 +18,7 @@ beforeEach(() => {
 
 describe('queue process RPC', () => {
   it('answers ping, uptime, status, config and counts', async () => {
-    t.addQueue({ name: 'q1', script: 'done.sh', num_workers: 2, coalesce_params: ['1'], schedule: [{ cron: '* * * * *', param1: 'x' }] });
+    t.addQueue({ name: 'q1', script: 'done.sh', num_workers: 2, coalesce_params: ['1'], schedule: [{ cron: '0 0 1 1 *', param1: 'x' }] });
     await t.start('q1');
     expect(await t.rpc('q1', 'ping', '')).toEqual(['pong']);
     const [up] = (await t.rpc('q1', 'uptime', '')) as [number];
@@ -34,7 +34,7 @@ describe('queue process RPC', () => {
         env_vars: {},
         coalesce_params: [1],
         blocking_params: [],
-        schedule: [{ cron: '* * * * *', cron_obj: '<opaque>', params: { param1: 'x', param2: null, param3: null, param4: null } }],
+        schedule: [{ cron: '0 0 1 1 *', cron_obj: '<opaque>', params: { param1: 'x', param2: null, param3: null, param4: null } }],
       },
     ]);
     expect(await t.rpc('q1', 'num_messages', {})).toEqual({ prep: 0, que: 0, run: 0, done: 0, relayed: 0, err: 0 });

@@ -321,8 +321,8 @@ describe('POST /q/:name/new_message', () => {
   });
 
   it('sends to rq_router in router mode, and message URLs resolve there', async () => {
-    const rules = path.join(t().root, 'config/rq_router_rules.rb');
-    fs.writeFileSync(rules, '# router mode\n');
+    const rules = path.join(t().root, 'config/rq_router_rules.json');
+    fs.writeFileSync(rules, '[]');
     try {
       const reply = (await post('test', { dest: 'test', param1: 'routed' })) as [string, string];
       expect(reply[1]).toContain('/q/rq_router/');

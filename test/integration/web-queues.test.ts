@@ -2,7 +2,8 @@
  * The queue-level web routes (spec/rq.md §7.3, §7.4) against a real rq-mgr and web
  * process over real HTTP: the main page and its fragments, `/q.json` and `/q.txt`, queue
  * creation by form and by link (RQ's test_que_create_naming), deletion, the queue page
- * (status, config, schedule, paginated lists per state), `.txt` / `.json`, `done.json`,
+ * (status, config, schedule, paginated lists per state), disk usage (dashboard, queue
+ * page, `/q.json`, `/metrics`), `.txt` / `.json`, `done.json`,
  * `config.json` and `config`, admin operations and restart with RQ's flash texts, search
  * (RQ's test_web_search and the dashboard's free text), and these routes under a
  * relative_root and basic_auth with allow_new_queue false (the pipeline's own rules are
@@ -15,6 +16,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { formatBytes } from '../../src/lib/bytes.js';
 import { TestRoot, waitFor } from '../helpers/install.js';
 import { sharedInstall } from '../helpers/web.js';
 
@@ -37,7 +39,7 @@ async function sendMany(t: TestRoot, queue: string, n: number, msg: Record<strin
 describe('queue routes', () => {
   const { t, web } = sharedInstall({
     setup: (root) => {
-      for (const name of ['test', 'rates', 'hung', 'paged', 'donejson', 'admin1', 'admin2', 'test_search', 'downq', 'running']) {
+      for (const name of ['test', 'rates', 'hung', 'paged', 'donejson', 'admin1', 'admin2', 'test_search', 'downq', 'running', 'diskq']) {
         root.addQueue({ name, script: name === 'running' ? 'hang.sh' : 'done.sh', num_workers: name === 'paged' ? 0 : 1 });
       }
       // Two err.sh queues: the rates test counts every message of `erring`; the queue page test lists `erring_page`.
@@ -100,6 +102,8 @@ describe('queue routes', () => {
     it('shows each schedule entry with a Run Now form of exactly RQ’s fields', async () => {
       const html = await (await web().get('/')).text();
       expect(html).toContain('<code>0 0 1 1 *</code>');
+      // Next and last run in the server's local time (cron's time); this entry never ran.
+      expect(html).toMatch(/<span class="cron-next" title="next run \(server time\)">next \d{4}-01-01 00:00:00 [+-]\d{4}<\/span> <span class="cron-last" title="last run \(server time\)">last never<\/span>/);
       expect(html).toContain('param3=x&#34;&lt;y&gt;');
       const form = /<form class="inline" method="post" action="\/q\/sched\/new_message">([\s\S]*?)<\/form>/.exec(html)?.[1] ?? '';
       const fields = [...form.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [m[1], m[2]]);
@@ -148,7 +152,7 @@ describe('queue routes', () => {
         const row = html.slice(html.indexOf('id="row-hung"'), html.indexOf('</tr>', html.indexOf('id="row-hung"')));
         for (const b of ['pause', 'resume', 'down', 'up']) expect(row).toContain(`name="${b}" value="${b}"`);
         const q = JSON.parse(json!.text) as { queues: Array<Record<string, unknown>> };
-        expect(q.queues.find((x) => x['name'] === 'hung')).toEqual({ name: 'hung', status: 'DOWN', ping: null, pid: null, uptime: null, counts: {} });
+        expect(q.queues.find((x) => x['name'] === 'hung')).toEqual({ name: 'hung', status: 'DOWN', ping: null, pid: null, uptime: null, counts: {}, disk: null });
         expect(txt!.text).toBe('status: DOWN\n');
         expect(page!.text).toContain('queue is COMPLETELY DOWN (not answering)');
         expect(page!.text).toContain('Nothing to display.');
@@ -175,7 +179,8 @@ describe('queue routes', () => {
       expect(names.at(-1)).toBe('relay');
       expect(names.slice(0, -1)).toEqual([...names.slice(0, -1)].sort());
       const sched = q.queues.find((x) => x['name'] === 'sched')!;
-      expect(Object.keys(sched)).toEqual(['name', 'status', 'ping', 'pid', 'uptime', 'counts']);
+      // RQ's keys in RQ's order, then rq's `disk` (its own test is below).
+      expect(Object.keys(sched)).toEqual(['name', 'status', 'ping', 'pid', 'uptime', 'counts', 'disk']);
       expect(sched).toMatchObject({ status: 'UP', ping: 'pong', pid: t().pidIn('queues/sched/queue.pid') });
       expect(Object.keys(sched['counts'] as object)).toEqual(['prep', 'que', 'run', 'err', 'done', 'relayed']);
       expect(q.queues.find((x) => x['name'] === 'downq')).toMatchObject({ status: 'DOWN', ping: 'pong' });
@@ -191,6 +196,48 @@ describe('queue routes', () => {
       expect(lines).toContain('/q/relay.txt');
       expect(lines).toContain('/q/test.txt');
       for (const l of lines) expect(l).toMatch(/^\/q\/[^/]+\.txt$/);
+    });
+  });
+
+  describe('disk usage', () => {
+    interface Disk {
+      measured_at: number;
+      took_ms: number;
+      bytes: number;
+      states: Record<string, { messages: number; bytes: number }>;
+    }
+
+    it('/q.json, the dashboard, the queue page and /metrics show what each state of a queue takes on disk', async () => {
+      for (let i = 0; i < 2; i++) await t().waitState('diskq', await t().send('diskq', {}), 'done');
+      // Stats alone measure at most once a minute; a clean measures again at once.
+      expect(await t().rpc('diskq', 'clean', {})).toMatchObject(['ok', { finished: true }]);
+      let disk: Disk | null = null;
+      await waitFor(
+        async () => {
+          const q = (await (await web().get('/q.json')).json()) as { queues: Array<{ name: string; disk: Disk | null }> };
+          disk = q.queues.find((x) => x.name === 'diskq')!.disk;
+          return disk?.states['done']?.messages === 2;
+        },
+        5_000,
+        'diskq measured with its 2 done messages',
+      );
+      const d = disk as unknown as Disk;
+      expect(Object.keys(d)).toEqual(['measured_at', 'took_ms', 'bytes', 'states']);
+      const done = d.states['done']!;
+      expect(done.bytes).toBeGreaterThanOrEqual(2 * 4096);
+
+      const main = await (await web().get('/')).text();
+      expect(main).toContain('<th>per minute</th><th>disk</th><th>process</th>');
+      expect(main).toMatch(new RegExp(`<span id="disk-diskq" title="measured \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC">${formatBytes(d.bytes)}</span>`));
+      expect(main).toContain(`<span class="disk-state">done ${formatBytes(done.bytes)}</span>`);
+
+      const page = await (await web().get('/q/diskq')).text();
+      expect(page).toContain(`total <span id="disk-total">${formatBytes(d.bytes)}</span>`);
+      expect(page).toContain(`<tr><td>done</td><td id="disk-done-messages">2</td><td id="disk-done-bytes">${formatBytes(done.bytes)}</td><td>2 days</td></tr>`);
+      expect(page).toMatch(/<tr><td>err<\/td><td id="disk-err-messages">0<\/td><td id="disk-err-bytes">[^<]+<\/td><td>30 days<\/td><\/tr>/);
+
+      const metrics = await (await web().get('/metrics')).text();
+      expect(metrics).toContain(`rq_disk_usage_bytes{queue="diskq",state="done"} ${done.bytes}`);
     });
   });
 

@@ -2,6 +2,7 @@
 // the file-naming errors of the parser, and the exact form written at creation.
 import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
+import { CLEANER_DEFAULTS } from '../../src/domain/retention.js';
 import {
   normaliseQueueConfig,
   parseQueueConfig,
@@ -23,6 +24,8 @@ describe('normaliseQueueConfig', () => {
       blocking_params: [],
       schedule: [],
       timeout: null,
+      // Beyond RQ (retention.ts): RQ's cleaner kept done and relayed 2 days.
+      cleaner: CLEANER_DEFAULTS,
     });
   });
 
@@ -112,14 +115,20 @@ describe('normaliseQueueConfig', () => {
       ],
     });
     expect(c.schedule).toEqual([
-      { cron: '*/5 * * * *', params: { param1: 'a', param2: null, param3: 3, param4: null } },
-      { cron: '@hourly', params: { param1: null, param2: null, param3: null, param4: null } },
+      { cron: '*/5 * * * *', params: { param1: 'a', param2: null, param3: 3, param4: null }, missed: 'skip' },
+      { cron: '@hourly', params: { param1: null, param2: null, param3: null, param4: null }, missed: 'skip' },
     ]);
   });
 
-  it('loses params nested under "params", as RQ\'s loader does', () => {
-    const c = normaliseQueueConfig({ ...BASE, schedule: [{ cron: '@daily', params: { param1: 'x' } }] });
-    expect(c.schedule).toEqual([{ cron: '@daily', params: { param1: null, param2: null, param3: null, param4: null } }]);
+  it('also reads params nested under "params", the form RQ writes (RQ\'s loader lost them)', () => {
+    const c = normaliseQueueConfig({ ...BASE, schedule: [{ cron: '@daily', params: { param1: 'x', param2: 'y' }, param2: 'top' }] });
+    expect(c.schedule).toEqual([{ cron: '@daily', params: { param1: 'x', param2: 'top', param3: null, param4: null }, missed: 'skip' }]);
+  });
+
+  it('keeps the missed policy, and writes it only when it is not the default', () => {
+    const c = normaliseQueueConfig({ ...BASE, schedule: [{ cron: '@daily', missed: 'once' }, { cron: '@hourly' }] });
+    expect(c.schedule.map((e) => e.missed)).toEqual(['once', 'skip']);
+    expect(serialiseQueueConfig(c)).toContain('"schedule":[{"cron":"@daily","params":{"param1":null,"param2":null,"param3":null,"param4":null},"missed":"once"},{"cron":"@hourly","params"');
   });
 
   it('skips schedule entries without a cron string', () => {

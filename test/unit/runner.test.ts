@@ -1,7 +1,8 @@
 // The pure parts of the worker runner (spec/rq.md §3.1, §1.9): the argv that Ruby's
 // exec(string) would use for "<exec_prefix> <real script>", and the start-marker time.
 import { afterEach, describe, expect, it } from 'vitest';
-import { commandArgv, localTimestamp } from '../../src/worker/runner.js';
+import { localTimestamp } from '../../src/lib/local-time.js';
+import { commandArgv } from '../../src/worker/runner.js';
 
 const SCRIPT = '/srv/rq/test/test_script.sh';
 

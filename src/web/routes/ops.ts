@@ -117,6 +117,18 @@ function createMetrics(gw: Gateway): Registry {
       for (const q of up(await current())) for (const state of STATES) this.set({ queue: q.name, state }, q.counts[state]);
     },
   });
+  new Gauge({
+    name: 'rq_disk_usage_bytes',
+    help: "Disk blocks (st_blocks × 512) a state's messages take, as the queue last measured them (in the background, at most once a minute). Absent until the first measurement.",
+    labelNames: ['queue', 'state'],
+    registers,
+    async collect() {
+      this.reset();
+      for (const q of up(await current())) {
+        if (q.disk) for (const state of STATES) this.set({ queue: q.name, state }, q.disk.states[state].bytes);
+      }
+    },
+  });
   const counter = (name: string, help: string, value: (q: LiveQueue) => number): void => {
     new Counter({
       name,

@@ -15,13 +15,15 @@
 import fs from 'node:fs';
 import { Router, type Request, type Response } from 'express';
 import { isOk } from '../../client/rpc.js';
+import { localTimestamp } from '../../lib/local-time.js';
 import { RqError } from '../../domain/errors.js';
 import { isPlainObject } from '../../domain/message.js';
 import { STATES, isState, type State } from '../../domain/states.js';
 import type { QueueLayout } from '../../store/layout.js';
 import { readLinkedConfig } from '../../store/config-files.js';
 import type { WebContext } from '../context.js';
-import { shown, utcTime } from '../format.js';
+import { formatBytes } from '../../lib/bytes.js';
+import { retentionText, shown, utcTime } from '../format.js';
 import { isBuiltinQueue } from '../gateway.js';
 import { param, params } from '../params.js';
 import { mgrPidOf } from '../pipeline.js';
@@ -99,7 +101,9 @@ function prettyConfig(text: string): string {
 const formatEpoch = (value: unknown): string => utcTime(value) ?? shown(value === null ? undefined : value);
 
 /** What the queue views use besides their data. */
-const VIEW_HELPERS = { show: (v: unknown) => shown(v === null ? undefined : v), formatEpoch };
+/** Epoch seconds in the server's local time, the time cron schedules are written in. */
+const localTime = (sec: number | null): string => (sec === null ? '-' : localTimestamp(new Date(sec * 1000)));
+const VIEW_HELPERS = { show: (v: unknown) => shown(v === null ? undefined : v), formatEpoch, localTime, formatBytes, retentionText };
 
 /** rq-mgr's reply to `create_queue` and `create_queue_link` when the queue was made. */
 function isSuccess(reply: unknown): boolean {
@@ -145,10 +149,11 @@ export function queueRoutes(ctx: WebContext): Router {
   r.get('/q.json', async (_req: Request, res: Response) => {
     const [mgr, probes] = await Promise.all([probeMgr(gw, { version: true }), probeQueues(gw)]);
     const row = (p: QueueProbe): Record<string, unknown> => {
-      if (!p.up) return { name: p.name, status: 'DOWN', ping: null, pid: null, uptime: null, counts: {} };
+      // Beyond RQ, after RQ's keys: `disk`, the queue's last disk usage measurement (null when none).
+      if (!p.up) return { name: p.name, status: 'DOWN', ping: null, pid: null, uptime: null, counts: {}, disk: null };
       const c = p.counts;
       const counts = { prep: c.prep, que: c.que, run: c.run, err: c.err, done: c.done, relayed: c.relayed };
-      return { name: p.name, status: p.status, ping: 'pong', pid: p.pid, uptime: p.uptime, counts };
+      return { name: p.name, status: p.status, ping: 'pong', pid: p.pid, uptime: p.uptime, counts, disk: p.disk };
     };
     res.json({
       status: mgr.up ? 'OPERATIONAL' : 'DOWN',

@@ -1,0 +1,191 @@
+/**
+ * Retention of a queue's finished messages (beyond RQ, whose cleaner knew only an age):
+ * the `cleaner` key of a queue's config.json, the override a cleaner message gives, and
+ * the one rule that picks what a clean removes. The queue process applies it
+ * (queue/housekeeping.ts); the cleaner worker only asks for it.
+ *
+ * ```json
+ * "cleaner": {"max_age_days": 2, "max_count": 60000, "max_bytes": 10737418240,
+ *             "err": {"max_age_days": 30}}
+ * ```
+ *
+ * The top-level limits apply to `done` and to `relayed`, each state on its own; `err`,
+ * the dead letter an operator must look at, has its own, longer by default. An absent
+ * limit takes its default; `null` means no limit of that kind.
+ *
+ * The rule: in each state, messages are taken oldest first (ids carry their UTC time,
+ * spec/rq.md §1.7), while one of the limits is exceeded: the message is older than
+ * `max_age_days`, or more than `max_count` would remain, or more than `max_bytes` would
+ * remain. Each limit removes a run of the oldest messages, so together they remove the
+ * longest of the three runs, and the walk stops at the first message no limit wants.
+ */
+import { RqError } from './errors.js';
+import { idTimestamp, isShortId } from './ids.js';
+import { isPlainObject } from './message.js';
+
+/** The states a clean removes messages from. */
+export const CLEANED_STATES = ['done', 'relayed', 'err'] as const;
+export type CleanedState = (typeof CLEANED_STATES)[number];
+
+export interface RetentionLimits {
+  /** Messages whose id is older than this many days go. `null`: no age limit. */
+  max_age_days: number | null;
+  /** At most this many messages stay (the newest). `null`: no count limit. */
+  max_count: number | null;
+  /** At most this many bytes of messages stay (the newest), as disk-usage.ts measures them. `null`: no limit. */
+  max_bytes: number | null;
+}
+
+/** The normalised `cleaner` key: limits of done and relayed, and err's own. */
+export interface CleanerConfig extends RetentionLimits {
+  err: RetentionLimits;
+}
+
+/** What a clean is asked to do differently this time (the cleaner message's RQ_PARAM2). */
+export interface CleanOverride {
+  /** Replaces done's and relayed's `max_age_days` (not err's). */
+  max_age_days?: number;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The defaults: RQ's cleaner kept done and relayed 2 days. err is kept 30 days, long
+ * enough for an operator to notice, inspect and clone, and no longer than RQ's
+ * retention of its logs would suggest. No count or bytes limit unless configured.
+ */
+export const CLEANER_DEFAULTS: CleanerConfig = Object.freeze({
+  max_age_days: 2,
+  max_count: null,
+  max_bytes: null,
+  err: Object.freeze({ max_age_days: 30, max_count: null, max_bytes: null }),
+});
+
+const LIMIT_KEYS = ['max_age_days', 'max_count', 'max_bytes'] as const;
+
+/** Whether a limit's value is valid: days any number >= 0, count and bytes whole numbers >= 0, or null. */
+function isLimitValue(key: (typeof LIMIT_KEYS)[number], value: unknown): value is number | null {
+  if (value === null) return true;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return false;
+  return key === 'max_age_days' || Number.isInteger(value);
+}
+
+const EXPECTED: Record<(typeof LIMIT_KEYS)[number], string> = {
+  max_age_days: 'a number of days >= 0, or null for no age limit',
+  max_count: 'a whole number of messages >= 0, or null for no count limit',
+  max_bytes: 'a whole number of bytes >= 0, or null for no size limit',
+};
+
+/** Reports a bad field (what was expected, what arrived); the strict reader throws, the lenient one returns and the default stays. */
+type OnBad = (problem: string) => void;
+
+function checkKeys(raw: Record<string, unknown>, prefix: string, keys: readonly string[], onBad: OnBad): void {
+  for (const key of Object.keys(raw)) {
+    if (!keys.includes(key)) onBad(`unknown key "${prefix}${key}" (the keys are ${keys.join(', ')})`);
+  }
+}
+
+function readLimits(raw: Record<string, unknown>, defaults: RetentionLimits, prefix: string, onBad: OnBad): RetentionLimits {
+  const out: RetentionLimits = { max_age_days: defaults.max_age_days, max_count: defaults.max_count, max_bytes: defaults.max_bytes };
+  for (const key of LIMIT_KEYS) {
+    const value = raw[key];
+    if (value === undefined) continue;
+    if (isLimitValue(key, value)) out[key] = value;
+    else onBad(`expected "${prefix}${key}" to be ${EXPECTED[key]}, got ${JSON.stringify(value)}`);
+  }
+  return Object.freeze(out);
+}
+
+function readCleaner(value: unknown, onBad: OnBad): CleanerConfig {
+  if (value === undefined || value === null) return CLEANER_DEFAULTS;
+  if (!isPlainObject(value)) {
+    onBad(`expected "cleaner" to be an object such as {"max_age_days": 2}, got ${JSON.stringify(value)}`);
+    return CLEANER_DEFAULTS;
+  }
+  checkKeys(value, 'cleaner.', [...LIMIT_KEYS, 'err'], onBad);
+  const errRaw = value['err'] ?? {};
+  if (!isPlainObject(errRaw)) onBad(`expected "cleaner.err" to be an object such as {"max_age_days": 30}, got ${JSON.stringify(errRaw)}`);
+  const errObject = isPlainObject(errRaw) ? errRaw : {};
+  checkKeys(errObject, 'cleaner.err.', LIMIT_KEYS, onBad);
+  return Object.freeze({
+    ...readLimits(value, CLEANER_DEFAULTS, 'cleaner.', onBad),
+    err: readLimits(errObject, CLEANER_DEFAULTS.err, 'cleaner.err.', onBad),
+  });
+}
+
+/** The `cleaner` key normalised as every load does: anything invalid takes its default. */
+export function normaliseCleaner(value: unknown): CleanerConfig {
+  return readCleaner(value, () => undefined);
+}
+
+/** The `cleaner` key validated: an RQ_CONFIG error names the file and the field. */
+export function checkCleaner(value: unknown, file: string): CleanerConfig {
+  return readCleaner(value, (problem) => {
+    throw new RqError('RQ_CONFIG', `${file}: ${problem}`);
+  });
+}
+
+/** The `cleaner` key to write in a config.json, or undefined when it is the default. */
+export function serialisedCleaner(c: CleanerConfig): CleanerConfig | undefined {
+  const same = (a: RetentionLimits, b: RetentionLimits): boolean => LIMIT_KEYS.every((k) => a[k] === b[k]);
+  return same(c, CLEANER_DEFAULTS) && same(c.err, CLEANER_DEFAULTS.err) ? undefined : c;
+}
+
+/** Each cleaned state's limits for one clean, with the override applied. */
+export function limitsByState(c: CleanerConfig, override: CleanOverride): Record<CleanedState, RetentionLimits> {
+  const { err, ...ours } = c;
+  const finished = override.max_age_days === undefined ? ours : { ...ours, max_age_days: override.max_age_days };
+  return { done: finished, relayed: finished, err };
+}
+
+/** The argument of the `clean` command: `{"max_age_days": n}` (optional) replaces done's and relayed's age limit. */
+export function parseCleanArgument(arg: Record<string, unknown>): CleanOverride {
+  const days = arg['max_age_days'];
+  if (days === undefined || days === null) return {};
+  if (!isLimitValue('max_age_days', days) || days === null) {
+    throw new RqError('RQ_BAD_REQUEST', `'max_age_days' must be a number of days >= 0, got ${JSON.stringify(days)}`);
+  }
+  return { max_age_days: days };
+}
+
+/** What one state's clean removes, decided before its walk. */
+export interface CleanPlan {
+  /** Short ids below this (the time part of an id) are over the age limit; undefined: no age limit. */
+  cutoffId: string | undefined;
+  /** The oldest this many go whatever their age: the count over `max_count`. */
+  excess: number;
+  /** Bytes to free, oldest first: the bytes over `max_bytes`. */
+  bytesOver: number;
+}
+
+/**
+ * The plan for one state holding `count` messages of `bytes` bytes (`bytes` is needed
+ * only for a bytes limit; undefined means not measured). An age so long that its
+ * cutoff falls before 1970 removes nothing.
+ */
+export function planClean(limits: RetentionLimits, state: { count: number; bytes?: number }, nowMs: number): CleanPlan {
+  const cutoffMs = limits.max_age_days === null ? NaN : nowMs - limits.max_age_days * DAY_MS;
+  return {
+    cutoffId: cutoffMs > 0 ? idTimestamp(new Date(cutoffMs)) : undefined,
+    excess: limits.max_count === null ? 0 : Math.max(0, state.count - limits.max_count),
+    bytesOver: limits.max_bytes === null || state.bytes === undefined ? 0 : Math.max(0, state.bytes - limits.max_bytes),
+  };
+}
+
+/** Whether a plan removes anything at all (else the walk is skipped). */
+export function planRemovesAny(plan: CleanPlan): boolean {
+  return plan.cutoffId !== undefined || plan.excess > 0 || plan.bytesOver > 0;
+}
+
+/**
+ * Whether the next-oldest message `id` goes, after `removed` messages of `freedBytes`
+ * bytes went before it. An id that is not a short id has no time: only the count and
+ * bytes limits can take it.
+ */
+export function isSelected(plan: CleanPlan, progress: { removed: number; freedBytes: number }, id: string): boolean {
+  return (
+    (plan.cutoffId !== undefined && isShortId(id) && id < plan.cutoffId) ||
+    progress.removed < plan.excess ||
+    progress.freedBytes < plan.bytesOver
+  );
+}

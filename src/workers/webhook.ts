@@ -1,0 +1,80 @@
+/**
+ * The worker of the built-in `webhook` queue (spec/rq.md §9.1), run by
+ * `libexec/webhook_script` once per message. A message is one post-run webhook: the
+ * queue engine creates `{"param1": <url>, "param2": <JSON snapshot of the finished
+ * message>}` in this queue. The worker POSTs the form `x_format=json&payload=<param2>` to
+ * the URL, with RQ's texts: any 2xx is `done successfull post <code>` (sic); anything
+ * else is `resend <count² × 60>-<reason>`, so the message is tried again later; after
+ * the 16th resend (`RQ_COUNT` > 15) it reports `fail` and ends in `err`.
+ *
+ * Beyond RQ, two variables of the webhook queue's `env_vars` tune it:
+ * `WEBHOOK_BACKOFF_SECS` (the 60 of the backoff, default 60) and `WEBHOOK_TIMEOUT_SECS`
+ * (how long one POST may take before it counts as a failure, default 30).
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { coerceError } from '../domain/errors.js';
+import { rubyToI } from '../domain/ruby.js';
+import { log, rqEnv, say, secondsFromEnv } from './worker-io.js';
+
+/** RQ's limit: a webhook that has been resent more often than this fails. */
+const MAX_COUNT = 15;
+
+type PostResult = { ok: true; code: number } | { ok: false; reason: string };
+
+/** POST the form to `url`; a network error, a bad URL or no answer within `timeoutMs` is a failure. */
+function post(url: string, payload: string, timeoutMs: number): Promise<PostResult> {
+  const unreachable = (detail: string): PostResult => {
+    log(`cannot POST to ${url}: ${detail}`);
+    return { ok: false, reason: `Could not connect to or parse URL: ${url}` };
+  };
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    return Promise.resolve(unreachable('not a URL'));
+  }
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') return Promise.resolve(unreachable('not an http or https URL'));
+  const body = new URLSearchParams({ x_format: 'json', payload }).toString();
+  return new Promise((resolve) => {
+    const headers = { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body), Connection: 'close' };
+    const req = (target.protocol === 'https:' ? https : http).request(target, { method: 'POST', headers, agent: false }, (res) => {
+      res.resume();
+      const code = res.statusCode ?? 0;
+      resolve(code >= 200 && code < 300 ? { ok: true, code } : { ok: false, reason: `Could not POST to URL: ${code} ${res.statusMessage ?? ''}`.trimEnd() });
+    });
+    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
+    req.on('close', () => clearTimeout(timer));
+    // After a response this changes nothing: the promise is already settled.
+    req.on('error', (e) => resolve(unreachable(coerceError(e).message)));
+    req.end(body);
+  });
+}
+
+/** Deliver the webhook of this run; resolves to the exit status. */
+export async function main(): Promise<number> {
+  let backoffSecs: number;
+  let timeoutSecs: number;
+  try {
+    backoffSecs = secondsFromEnv('WEBHOOK_BACKOFF_SECS', 60);
+    timeoutSecs = secondsFromEnv('WEBHOOK_TIMEOUT_SECS', 30);
+  } catch (e) {
+    say(`err bad webhook queue env_vars: ${coerceError(e).message}`);
+    return 1;
+  }
+  const url = rqEnv('PARAM1');
+  log(`POST to ${url}`);
+  const result = await post(url, rqEnv('PARAM2'), timeoutSecs * 1000);
+  if (result.ok) {
+    say(`done successfull post ${result.code}`);
+    return 0;
+  }
+  const count = rubyToI(rqEnv('COUNT'));
+  if (count > MAX_COUNT) {
+    say(`run RQ_COUNT > ${MAX_COUNT} - failing`);
+    say(`fail RQ_COUNT > ${MAX_COUNT} - failing`);
+    return 0;
+  }
+  say(`resend ${Math.round(count * count * backoffSecs)}-${result.reason}`);
+  return 0;
+}

@@ -1,0 +1,88 @@
+/**
+ * The worker side of RQ's pipe protocol (spec/rq.md §3.4), for rq's own queue scripts
+ * written in Node (relay, webhook, cleaner, router). A worker runs with cwd `job/` of its
+ * message: it reports lines on fd 3, reads the replies to two-way requests (`dup`) on
+ * fd 4, logs to stdout (appended to `job/stdio.log`) in RQ's coloured format, and reads
+ * its message from `../msg`. fd 3 and 4 are blocking in the child, so the synchronous
+ * calls here are the simple and correct way to use them.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import readline from 'node:readline';
+import { RqError } from '../domain/errors.js';
+import { localTimestamp } from '../lib/local-time.js';
+
+/** One protocol line on fd 3 (a newline inside `text` would start a second line). */
+export function report(line: string): void {
+  fs.writeSync(3, `${line.replace(/[\r\n]+/g, ' ')}\n`);
+}
+
+/** A two-way request such as `dup 0-X-<dest>`: the reply line read back from fd 4. */
+export function request(line: string): string {
+  report(line);
+  const byte = Buffer.alloc(1);
+  const bytes: number[] = [];
+  for (;;) {
+    const n = fs.readSync(4, byte, 0, 1, null);
+    if (n === 0 || byte[0] === 0x0a) break;
+    bytes.push(byte[0] as number);
+  }
+  return Buffer.from(bytes).toString('utf8');
+}
+
+/** `ESC[0;36m<pid> - <time>ESC[0m - <text>` on stdout, the line format of RQ's own scripts. */
+export function log(text: string): void {
+  fs.writeSync(1, `\x1b[0;36m${process.pid} - ${localTimestamp(new Date())}\x1b[0m - ${text}\n`);
+}
+
+/** An `RQ_*` variable of the run (§3.2), or '' when unset. */
+export function rqEnv(name: string): string {
+  return process.env[`RQ_${name}`] ?? '';
+}
+
+/** The message being run, from `../msg` (the worker's cwd is the message's `job/`). */
+export function readOwnMessage(): Record<string, unknown> {
+  return JSON.parse(fs.readFileSync('../msg', 'utf8')) as Record<string, unknown>;
+}
+
+/**
+ * A number of seconds from a variable the queue's `env_vars` may set (e.g.
+ * `WEBHOOK_BACKOFF_SECS`); unset or empty is `fallback`. Anything but a number ≥ 0 is an
+ * RqError `RQ_CONFIG` that names the variable.
+ */
+export function secondsFromEnv(name: string, fallback: number): number {
+  const value = process.env[name];
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new RqError('RQ_CONFIG', `${name} must be a number of seconds, 0 or more, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** `report` a line and `log` it too, as RQ's own scripts did with every status line. */
+export function say(line: string): void {
+  log(line);
+  report(line);
+}
+
+let replies: { socket: net.Socket; lines: AsyncIterator<string> } | undefined;
+
+/**
+ * `request`, but the reply is awaited without blocking the event loop, so a timer can
+ * still end the worker meanwhile (the router's 60 s limit). fd 4 is read through a socket
+ * (non-blocking: only this process has this end), which holds the process open only
+ * while a reply is awaited. Do not mix with `request` in one worker.
+ */
+export async function requestAsync(line: string): Promise<string> {
+  if (!replies) {
+    const socket = new net.Socket({ fd: 4, readable: true, writable: false });
+    replies = { socket, lines: readline.createInterface({ input: socket, crlfDelay: Infinity })[Symbol.asyncIterator]() };
+  }
+  report(line);
+  replies.socket.ref();
+  try {
+    const next = await replies.lines.next();
+    return next.done ? '' : next.value;
+  } finally {
+    replies.socket.unref();
+  }
+}

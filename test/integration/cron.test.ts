@@ -1,0 +1,68 @@
+/**
+ * Cron schedules in a real queue process (spec/rq.md §4.5): a schedule's message appears
+ * in `que` up to a minute before its due minute with RQ's fields, a kill -9 and restart
+ * does not fire a due time twice (the record in cron.json), and a bad entry is reported
+ * in `stats` while the rest of the queue works. Time-zone and DST rules are unit-tested
+ * on a fixed clock (test/unit/cron.test.ts).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { TestRoot, useTestRoot, waitFor } from '../helpers/install.js';
+
+const root = useTestRoot();
+let t: TestRoot;
+beforeEach(() => {
+  t = root();
+});
+
+interface Row {
+  msg_id: string;
+  due: number;
+}
+
+async function cronMessages(queue: string): Promise<Array<Record<string, unknown>>> {
+  const rows = (await t.rpc(queue, 'messages', { state: 'que' })) as Row[];
+  return Promise.all(rows.map((r) => t.message(queue, r.msg_id)));
+}
+
+describe('cron schedules', () => {
+  it('queues the next minute’s message with RQ’s fields, and a restart does not fire it again', async () => {
+    t.addQueue({ name: 'c', script: 'done.sh', schedule: [{ cron: '* * * * *', param1: 'cronny' }] });
+    await t.start('c');
+    await waitFor(async () => (await cronMessages('c')).length > 0, 10_000, 'the cron message');
+    const [first] = await cronMessages('c');
+    expect(first).toMatchObject({ dest: 'c', src: 'cron', param1: 'cronny', param2: null, param3: null, param4: null, count: 0, max_count: 15 });
+    const due = first!['due'] as number;
+    expect(due % 60).toBe(0);
+    expect(due * 1000).toBeGreaterThan(Date.now() - 1000);
+    expect(JSON.parse(fs.readFileSync(path.join(t.queueDir('c'), 'cron.json'), 'utf8'))).toEqual({
+      [`* * * * * {"param1":"cronny","param2":null,"param3":null,"param4":null}`]: { wall: expect.any(Number), at: due * 1000 },
+    });
+
+    await t.kill9('c');
+    await t.start('c');
+    const stats = (await t.rpc('c', 'stats')) as { schedule: Array<{ last: number; next: number }> };
+    expect(stats.schedule[0]!.last).toBeGreaterThanOrEqual(due);
+    expect(stats.schedule[0]!.next).toBeGreaterThan(due);
+    const dues = (await cronMessages('c')).map((m) => m['due']);
+    expect(dues.filter((d) => d === due)).toHaveLength(1);
+    expect(new Set(dues).size).toBe(dues.length);
+  });
+
+  it('a bad entry is named in stats and skipped; the other entries and the queue keep working', async () => {
+    t.addQueue({
+      name: 'c',
+      script: 'done.sh',
+      schedule: [{ cron: '61 * * * *' }, { cron: '* * * * *', param1: 'good' }],
+    });
+    await t.start('c');
+    const stats = (await t.rpc('c', 'stats')) as { status: string; schedule: Array<{ error?: string; next: number | null }> };
+    expect(stats.status).toBe('UP');
+    expect(stats.schedule[0]).toMatchObject({ next: null, error: expect.stringMatching(/^schedule entry 1 \("61 \* \* \* \*"\): .*61/) });
+    expect(stats.schedule[1]!.error).toBeUndefined();
+    await waitFor(async () => (await cronMessages('c')).some((m) => m['param1'] === 'good'), 10_000, 'the good entry’s message');
+    const id = await t.send('c', {});
+    await t.waitState('c', id, 'done');
+  });
+});
