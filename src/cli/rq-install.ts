@@ -17,6 +17,7 @@ import { BUILTIN_QUEUES } from '../domain/names.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../domain/queue-config.js';
 import { PACKAGE_ROOT, installRoot } from '../lib/install-root.js';
 import { writeFileDurably } from '../store/atomic.js';
+import { lstatOrUndefinedSync } from '../store/if-present.js';
 import { ensureQueueDirs, queueLayout, rootLayout } from '../store/layout.js';
 import { checkTmpdir } from '../supervisor/settings.js';
 
@@ -140,14 +141,6 @@ function builtinQueueConfigText(name: (typeof BUILTIN_QUEUES)[number], root: str
   return serialiseQueueConfig(normaliseQueueConfig({ name, script: `${dir}/${name}_script`, num_workers: 1, exec_prefix: '' }));
 }
 
-function lstatOrUndefined(p: string): fs.Stats | undefined {
-  try {
-    return fs.lstatSync(p);
-  } catch {
-    return undefined;
-  }
-}
-
 /** Make `dir` (and its parents) if needed; true when it was created. */
 function makeDir(dir: string): boolean {
   return fs.mkdirSync(dir, { recursive: true }) !== undefined;
@@ -174,13 +167,13 @@ function install(root: string, o: InstallOptions, io: InstallIo): number {
     io.out('Already installed');
     return 1;
   }
-  const queuesStat = lstatOrUndefined(layout.queuesDir);
+  const queuesStat = lstatOrUndefinedSync(layout.queuesDir);
   if (queuesStat && !queuesStat.isDirectory()) {
     io.err(`rq-install: ${layout.queuesDir} exists and is not a directory`);
     return 1;
   }
   const linkPath = path.join(root, 'queue');
-  const linkStat = lstatOrUndefined(linkPath);
+  const linkStat = lstatOrUndefinedSync(linkPath);
   if (linkStat && !linkStat.isSymbolicLink()) {
     io.err(`rq-install: ${linkPath} exists and is not a symlink; queues live in queues/, with queue -> queues for RQ's tools. Move it away first.`);
     return 1;
@@ -204,7 +197,7 @@ function install(root: string, o: InstallOptions, io: InstallIo): number {
   for (const name of BUILTIN_QUEUES) {
     const q = queueLayout(layout, name);
     ensureQueueDirs(q);
-    const exists = lstatOrUndefined(q.configFile) !== undefined;
+    const exists = lstatOrUndefinedSync(q.configFile) !== undefined;
     if (exists && !o.force) {
       io.out(`Kept queue ${name} (its config.json exists; --force replaces it)`);
       continue;

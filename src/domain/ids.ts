@@ -16,6 +16,12 @@ export function idTimestamp(at: Date): string {
   );
 }
 
+/** The UTC time a short id was allocated at, epoch ms (the inverse of idTimestamp); undefined for an id that is not a short id. */
+export function idTimeMs(id: string): number | undefined {
+  const m = /^(\d{4})(\d\d)(\d\d)\.(\d\d)(\d\d)\.(\d\d)\.(\d{3})\.\d+$/.exec(id);
+  return m ? Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6]), Number(m[7])) : undefined;
+}
+
 export function isShortId(id: unknown): id is string {
   return typeof id === 'string' && SHORT_ID_RE.test(id);
 }

@@ -41,12 +41,36 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** `value` as an absolute http or https URL, or undefined when it is not one. */
+export function httpUrl(value: unknown): URL | undefined {
+  if (typeof value !== 'string') return undefined;
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `post_run_webhook` must be null or an array of http(s) URLs. RQ stored anything and
+ * fired only for an array (§9.1), so a string URL was silently never called; rq refuses
+ * it when the message is created, where the client can still see why.
+ */
+function checkPostRunWebhook(value: unknown): void {
+  if (value === null || value === undefined || (Array.isArray(value) && value.every((url) => httpUrl(url) !== undefined))) return;
+  throw new RqError('RQ_BAD_MESSAGE', `Expected "post_run_webhook" to be an array of http or https URLs, got ${JSON.stringify(value)}`);
+}
+
 /**
  * Build a new message from client input (§1.10, §2.2). `ownFullId` becomes
- * `orig_msg_id` unless the input carries one. `nowSec` defaults `due`.
+ * `orig_msg_id` unless the input carries one. `nowSec` defaults `due`. A
+ * `post_run_webhook` that is present must be null or an array of http(s) URLs
+ * (RQ_BAD_MESSAGE naming the field otherwise).
  */
 export function buildMessage(input: MessageInput, shortId: string, ownFullId: string, nowSec: number): Message {
   if (!('dest' in input)) throw new RqError('RQ_BAD_MESSAGE', 'input missing required "dest" parameter');
+  if ('post_run_webhook' in input) checkPostRunWebhook(input['post_run_webhook']);
   const msg: Message = {
     msg_id: shortId,
     dest: input['dest'],
@@ -59,6 +83,11 @@ export function buildMessage(input: MessageInput, shortId: string, ownFullId: st
   }
   if (msg.due === undefined) msg.due = nowSec;
   return msg;
+}
+
+/** A field as the `RQ_*` variables carry it (§3.2): a string as it is, absent or null as '', anything else as its JSON. */
+export function fieldText(value: unknown): string {
+  return value === undefined || value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value);
 }
 
 /** A message's due time in epoch milliseconds (Ruby `to_f` of `due`, in seconds). */

@@ -13,22 +13,33 @@
  * the dead letter an operator must look at, has its own, longer by default. An absent
  * limit takes its default; `null` means no limit of that kind.
  *
- * The rule: in each state, messages are taken oldest first (ids carry their UTC time,
- * spec/rq.md §1.7), while one of the limits is exceeded: the message is older than
- * `max_age_days`, or more than `max_count` would remain, or more than `max_bytes` would
- * remain. Each limit removes a run of the oldest messages, so together they remove the
- * longest of the three runs, and the walk stops at the first message no limit wants.
+ * Where a message's age counts from depends on its state (AGE_FROM). In done and
+ * relayed it is the time in its id (ids carry their UTC creation time, spec/rq.md
+ * §1.7), as RQ's cleaner aged its hashed directories: cheap, since the ids alone order
+ * the state. In err it is the time the message entered err, its directory's ctime
+ * (store `enteredAt`, set by the rename into err): a message created weeks ago that
+ * fails today is kept the full `err.max_age_days` from today, so someone can see it. A
+ * copy of the files (a restore) sets the ctime anew: restored err messages are kept
+ * longer, never shorter.
+ *
+ * The rule: in each state, messages are taken oldest first by that time, while one of
+ * the limits is exceeded: the message is older than `max_age_days`, or more than
+ * `max_count` would remain, or more than `max_bytes` would remain. Each limit removes a
+ * run of the oldest messages, so together they remove the longest of the three runs,
+ * and the walk stops at the first message no limit wants.
  */
 import { RqError } from './errors.js';
-import { idTimestamp, isShortId } from './ids.js';
 import { isPlainObject } from './message.js';
 
 /** The states a clean removes messages from. */
 export const CLEANED_STATES = ['done', 'relayed', 'err'] as const;
 export type CleanedState = (typeof CLEANED_STATES)[number];
 
+/** Where a state's message ages count from (see above): the time in the id, or the time it entered the state. */
+export const AGE_FROM: Readonly<Record<CleanedState, 'id' | 'entered'>> = Object.freeze({ done: 'id', relayed: 'id', err: 'entered' });
+
 export interface RetentionLimits {
-  /** Messages whose id is older than this many days go. `null`: no age limit. */
+  /** Messages older than this many days (AGE_FROM) go. `null`: no age limit. */
   max_age_days: number | null;
   /** At most this many messages stay (the newest). `null`: no count limit. */
   max_count: number | null;
@@ -150,8 +161,8 @@ export function parseCleanArgument(arg: Record<string, unknown>): CleanOverride 
 
 /** What one state's clean removes, decided before its walk. */
 export interface CleanPlan {
-  /** Short ids below this (the time part of an id) are over the age limit; undefined: no age limit. */
-  cutoffId: string | undefined;
+  /** A message whose age counts from before this (epoch ms) is over the age limit; undefined: no age limit. */
+  cutoffMs: number | undefined;
   /** The oldest this many go whatever their age: the count over `max_count`. */
   excess: number;
   /** Bytes to free, oldest first: the bytes over `max_bytes`. */
@@ -166,7 +177,7 @@ export interface CleanPlan {
 export function planClean(limits: RetentionLimits, state: { count: number; bytes?: number }, nowMs: number): CleanPlan {
   const cutoffMs = limits.max_age_days === null ? NaN : nowMs - limits.max_age_days * DAY_MS;
   return {
-    cutoffId: cutoffMs > 0 ? idTimestamp(new Date(cutoffMs)) : undefined,
+    cutoffMs: cutoffMs > 0 ? cutoffMs : undefined,
     excess: limits.max_count === null ? 0 : Math.max(0, state.count - limits.max_count),
     bytesOver: limits.max_bytes === null || state.bytes === undefined ? 0 : Math.max(0, state.bytes - limits.max_bytes),
   };
@@ -174,17 +185,18 @@ export function planClean(limits: RetentionLimits, state: { count: number; bytes
 
 /** Whether a plan removes anything at all (else the walk is skipped). */
 export function planRemovesAny(plan: CleanPlan): boolean {
-  return plan.cutoffId !== undefined || plan.excess > 0 || plan.bytesOver > 0;
+  return plan.cutoffMs !== undefined || plan.excess > 0 || plan.bytesOver > 0;
 }
 
 /**
- * Whether the next-oldest message `id` goes, after `removed` messages of `freedBytes`
- * bytes went before it. An id that is not a short id has no time: only the count and
+ * Whether the next-oldest message goes, its age counting from `sinceMs` (epoch ms), after
+ * `removed` messages of `freedBytes` bytes went before it. A message without a time (in
+ * done or relayed, an id that is not a short id) is never too old: only the count and
  * bytes limits can take it.
  */
-export function isSelected(plan: CleanPlan, progress: { removed: number; freedBytes: number }, id: string): boolean {
+export function isSelected(plan: CleanPlan, progress: { removed: number; freedBytes: number }, sinceMs: number | undefined): boolean {
   return (
-    (plan.cutoffId !== undefined && isShortId(id) && id < plan.cutoffId) ||
+    (plan.cutoffMs !== undefined && sinceMs !== undefined && sinceMs < plan.cutoffMs) ||
     progress.removed < plan.excess ||
     progress.freedBytes < plan.bytesOver
   );

@@ -7,10 +7,11 @@
  * `que` and starts on the minute. Beyond RQ:
  * - Each entry is tracked on its own (RQ kept one `last_scheduled` per queue), and the
  *   last fired time of each is kept on disk (`cron.json` in the queue directory), so a
- *   due time fires once even across restarts. A message is made in `prep`, the record
- *   is written, then the message is committed; a `prep` message from cron found at
- *   start-up was interrupted between those steps and is committed then, so a crash can
- *   neither lose nor repeat a fire.
+ *   due time fires once even across restarts. A fire makes its message in `prep`,
+ *   records the fire with that message's id as `pending`, then commits it; the next
+ *   check (also the first after a restart) commits a recorded message still in prep. A
+ *   crash can so neither lose a recorded fire nor repeat one; a crash before the record
+ *   leaves an uncommitted message in `prep` and the fire is made again.
  * - `missed: "once"` fires one message (due now) for the latest due time missed while
  *   the queue was stopped, down or paused; `"skip"` (the default) does as RQ does.
  * - Times are wall-clock minutes in the local time zone. A wall-clock minute fires at
@@ -27,7 +28,7 @@
  */
 import fs from 'node:fs';
 import { CronExpressionParser, type CronExpression } from 'cron-parser';
-import { coerceError } from '../domain/errors.js';
+import { RqError, coerceError } from '../domain/errors.js';
 import type { ScheduleEntry } from '../domain/queue-config.js';
 import type { Logger } from '../lib/logger.js';
 import { writeFileDurably } from '../store/atomic.js';
@@ -141,15 +142,27 @@ export interface CronDeps {
   now?: () => number;
 }
 
-/** A fired entry on disk: the wall time it fired for (UTC-written ms) and that instant. */
+/**
+ * A fired entry on disk: the wall time it fired for (UTC-written ms), that instant, and
+ * the id of the message made for it, committed or not.
+ */
 interface Fired {
   wall: number;
   at: number;
+  pending?: string;
+}
+
+function isFired(v: unknown): v is Fired {
+  if (v === null || typeof v !== 'object') return false;
+  const f = v as Record<string, unknown>;
+  return Number.isFinite(f['wall']) && Number.isFinite(f['at']) && (f['pending'] === undefined || typeof f['pending'] === 'string');
 }
 
 export class CronSchedule {
   private entries: LiveEntry[] = [];
   private fired: Record<string, Fired> = {};
+  /** Pending ids known to be committed (cleared with each new record). */
+  private readonly committed = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   /** The fire in progress, if any (one at a time). */
   private firing: Promise<void> | undefined;
@@ -166,7 +179,10 @@ export class CronSchedule {
     this.now = d.now ?? Date.now;
     try {
       const raw = JSON.parse(fs.readFileSync(d.file, 'utf8')) as unknown;
-      if (raw !== null && typeof raw === 'object') this.fired = raw as Record<string, Fired>;
+      for (const [key, value] of Object.entries(raw !== null && typeof raw === 'object' ? raw : {})) {
+        if (isFired(value)) this.fired[key] = value;
+        else d.log.warn({ file: d.file, key }, 'malformed cron record dropped; that entry starts afresh');
+      }
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
         d.log.warn({ file: d.file, err: coerceError(e).message }, 'cannot read the cron record; schedules start afresh');
@@ -193,22 +209,10 @@ export class CronSchedule {
   }
 
   /**
-   * Start firing. Prep messages from cron found at start-up were each created by a fire
-   * cut short before its commit: they are committed and their entries recorded first.
+   * Start firing. The first check commits the messages of fires recorded but cut short
+   * before their commit (the record's `pending` id; one already committed is skipped).
    */
-  async start(prepped: ReadonlyArray<{ id: string; msg: Record<string, unknown> }>): Promise<void> {
-    for (const { id, msg } of prepped) {
-      if (msg['src'] !== 'cron' || typeof msg['due'] !== 'number') continue;
-      const sameParams = (l: LiveEntry): boolean =>
-        Object.entries(l.entry.params).every(([k, v]) => JSON.stringify(msg[k] ?? null) === JSON.stringify(v));
-      const live = this.entries.find((l) => l.expr !== undefined && sameParams(l));
-      if (!live) continue;
-      const at = msg['due'] * 1000;
-      const wall = wallOf(at, this.tz);
-      if ((this.fired[live.key]?.wall ?? -Infinity) < wall) this.record(live.key, { wall, at });
-      await this.d.commit(id);
-      this.d.log.info({ msg_id: id, cron: live.entry.cron }, 'committed a cron message left in prep by a restart');
-    }
+  async start(): Promise<void> {
     this.started = true;
     await this.check();
   }
@@ -264,34 +268,59 @@ export class CronSchedule {
   }
 
   private async fireDue(): Promise<void> {
+    for (const l of this.entries) await this.commitPending(l.key);
     if (!this.d.isUp()) return;
     for (const l of this.entries) {
       if (!l.expr) continue;
       const now = this.now();
       const last = this.fired[l.key];
       if (l.entry.missed === 'once' && last) {
+        // The latest due time already past (on the day clocks go forward, a wall time
+        // ahead of now may map to an instant ahead of now: not missed yet).
         const missed = prevWall(l.expr, wallOf(now, this.tz));
-        if (missed > last.wall) await this.fire(l, { wall: missed, at: instantOf(missed, this.tz) }, now);
+        const missedAt = instantOf(missed, this.tz);
+        if (missed > last.wall && missedAt <= now) await this.fire(l, { wall: missed, at: missedAt }, now);
       }
       const next = this.nextFire(l.key, l.expr, now);
       if (next.at - now < WINDOW_MS) await this.fire(l, next, next.at);
     }
   }
 
-  /** Make the message in prep, record the fire, commit (see the header for why). */
+  /**
+   * Make the message in prep, record the fire with the message's id as `pending`, then
+   * commit. A crash before the record leaves an uncommitted message in prep and the due
+   * time unfired (it fires again); after the record, the next check commits `pending`.
+   */
   private async fire(l: LiveEntry, due: Fired, dueAt: number): Promise<void> {
     const input = { ...l.entry.params, dest: this.d.queue, src: 'cron', due: Math.floor(dueAt / 1000) };
     const id = await this.d.prep(input);
-    this.record(l.key, due);
-    await this.d.commit(id);
+    this.record(l.key, { ...due, pending: id });
+    await this.commitPending(l.key);
     this.d.log.info({ msg_id: id, cron: l.entry.cron, due: input.due }, 'cron message queued');
   }
 
+  /** Commit an entry's recorded message if that has not happened yet (a failure throws: retried). */
+  private async commitPending(key: string): Promise<void> {
+    const fired = this.fired[key];
+    if (fired?.pending === undefined || this.committed.has(fired.pending)) return;
+    try {
+      await this.d.commit(fired.pending);
+    } catch (e) {
+      // Committed before a restart, or deleted from prep by an operator: nothing to do.
+      if (!(e instanceof RqError && e.code === 'RQ_NOT_IN_STATE')) throw e;
+    }
+    this.committed.add(fired.pending);
+  }
+
+  /** Record a fire durably; memory changes only once the file is written. */
   private record(key: string, fired: Fired): void {
-    this.fired[key] = fired;
     const live = new Set(this.entries.map((l) => l.key));
-    for (const k of Object.keys(this.fired)) if (!live.has(k)) delete this.fired[k];
-    writeFileDurably(this.d.file, `${JSON.stringify(this.fired)}\n`);
+    const next: Record<string, Fired> = { [key]: fired };
+    for (const [k, v] of Object.entries(this.fired)) if (k !== key && live.has(k)) next[k] = v;
+    writeFileDurably(this.d.file, `${JSON.stringify(next)}\n`);
+    this.fired = next;
+    const pending = new Set(Object.values(next).map((f) => f.pending));
+    for (const id of this.committed) if (!pending.has(id)) this.committed.delete(id);
   }
 
   private arm(): void {

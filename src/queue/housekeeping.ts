@@ -8,12 +8,21 @@
  * behind its back: a message leaves its state by one rename into the queue's trash
  * (store `discard`, the commit point), and the engine forgets it (`forget`) at that
  * instant. A message someone else deleted meanwhile is skipped, so counts stay exact.
+ * So is a message the engine is still finishing (`isFinishing`): its rename into the
+ * state is done, but the engine adds it to its counts only once the move is durable, and
+ * forgetting it before that would leave a ghost in them. It goes at the next clean.
+ *
+ * Messages are taken oldest first as retention.ts ages them: done and relayed by the
+ * time in their ids (the store lists them in that order), err by the time each entered
+ * err (its directory's ctime, store `enteredAt`), so err is listed, then sorted.
  *
  * Deleting is spread over time (ARCHITECTURE.md: after some 20,000 deletions, creating
  * files on this ext4 is much slower for minutes): at most BATCH_MESSAGES messages are
  * taken, their trash deleted, the minute/hour/day directories they emptied removed, and
  * the next batch waits BATCH_PAUSE_MS, so a clean deletes at most 5,000 messages a
  * second and the event loop runs in between. States are cleaned one after the other.
+ * Before each batch the admin flags are read again: a queue gone DOWN (hands off) stops
+ * the clean there, and its reply says so (`stopped`).
  *
  * One clean at a time: a `clean` while one runs joins it (its limits stay those of the
  * first). The command waits at most CLEAN_REPLY_WAIT_MS, then replies with the progress
@@ -29,7 +38,9 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { coerceError } from '../domain/errors.js';
+import { idTimeMs } from '../domain/ids.js';
 import {
+  AGE_FROM,
   CLEANED_STATES,
   isSelected,
   limitsByState,
@@ -65,6 +76,10 @@ export interface HousekeepingDeps {
   count(state: CleanedState): number;
   /** A clean took this message out of its state: the engine forgets it. */
   forget(state: CleanedState, id: string): void;
+  /** The engine is still committing this message's move into its final state (it counts it once that is durable). */
+  isFinishing(id: string): boolean;
+  /** The queue is admin DOWN, its flag files read again now. */
+  isDown(): boolean;
 }
 
 export interface Removed {
@@ -80,8 +95,23 @@ export interface CleanReport {
   started_at: number;
   limits: Record<CleanedState, RetentionLimits>;
   removed: Record<CleanedState, Removed>;
+  /** Batches of at most BATCH_MESSAGES messages taken so far, over all states. */
+  batches: number;
+  /** Why the clean stopped before it was through, on purpose: the queue went DOWN (the next clean goes on). */
+  stopped?: 'status: DOWN';
   /** Why the clean stopped early (a filesystem error), when it did. */
   error?: string;
+}
+
+/** Ends a clean between two batches because the queue went DOWN: not an error. */
+class CleanStopped extends Error {
+  override readonly name = 'CleanStopped';
+}
+
+/** A message as a clean walks it: its id and the time its age counts from (retention.ts AGE_FROM). */
+interface Aged {
+  id: string;
+  sinceMs: number | undefined;
 }
 
 export class Housekeeping {
@@ -99,9 +129,10 @@ export class Housekeeping {
 
   /**
    * The `clean` command: start a clean with these limits (or join the running one), wait
-   * for it at most `waitMs`, and report. Never rejects: a failure is the report's `error`.
+   * for it at most CLEAN_REPLY_WAIT_MS, and report. Never rejects: a failure is the
+   * report's `error`.
    */
-  async clean(config: CleanerConfig, override: CleanOverride, waitMs = CLEAN_REPLY_WAIT_MS): Promise<CleanReport> {
+  async clean(config: CleanerConfig, override: CleanOverride): Promise<CleanReport> {
     if (!this.running) {
       const none = (): Removed => ({ messages: 0, bytes: 0 });
       const report: CleanReport = {
@@ -109,6 +140,7 @@ export class Housekeeping {
         started_at: Math.floor(Date.now() / 1000),
         limits: limitsByState(config, override),
         removed: { done: none(), relayed: none(), err: none() },
+        batches: 0,
       };
       const done = this.run(report).finally(() => {
         report.finished = true;
@@ -119,7 +151,7 @@ export class Housekeeping {
     }
     const { report, done } = this.running;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([done, new Promise((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+    await Promise.race([done, new Promise((resolve) => (timer = setTimeout(resolve, CLEAN_REPLY_WAIT_MS)))]);
     clearTimeout(timer);
     return structuredClone(report);
   }
@@ -159,10 +191,11 @@ export class Housekeeping {
 
   private async run(report: CleanReport): Promise<void> {
     const { layout, log } = this.d;
-    let batches = 0;
-    /** Before each batch: the pause, except before the first. */
+    /** Before each batch: the pause (except before the first), then the DOWN check. */
     const pace = async (): Promise<void> => {
-      if (batches++ > 0) await sleep(BATCH_PAUSE_MS);
+      if (report.batches > 0) await sleep(BATCH_PAUSE_MS);
+      if (this.d.isDown()) throw new CleanStopped('status: DOWN');
+      report.batches++;
     };
     try {
       const leftover = await emptyTrash(layout);
@@ -170,14 +203,44 @@ export class Housekeeping {
       for (const state of CLEANED_STATES) await this.cleanState(state, report.limits[state], report.removed[state], pace);
       log.info({ removed: report.removed, limits: report.limits }, 'clean finished');
     } catch (e) {
+      if (e instanceof CleanStopped) {
+        report.stopped = 'status: DOWN';
+        log.info({ removed: report.removed }, 'clean stopped: the queue is DOWN');
+        return;
+      }
       report.error = coerceError(e).message;
       log.error({ err: report.error, removed: report.removed }, 'clean stopped by an error');
     }
   }
 
   /**
+   * A state's messages in the order a clean takes them, oldest first (see above), in
+   * groups of one directory. err is flat, so it is one group, sorted by the time each
+   * message entered err (then by id); a message gone meanwhile is left out.
+   */
+  private async *oldestFirst(state: CleanedState): AsyncGenerator<{ dir: string; messages: Aged[] }> {
+    const { store } = this.d;
+    if (AGE_FROM[state] === 'id') {
+      for await (const { dir, ids } of store.groups(state, 'oldest')) yield { dir, messages: ids.map((id) => ({ id, sinceMs: idTimeMs(id) })) };
+      return;
+    }
+    for await (const { dir, ids } of store.groups(state)) {
+      const messages: Array<{ id: string; sinceMs: number }> = [];
+      for (const id of ids) {
+        const sinceMs = await store.enteredAt(state, id);
+        if (sinceMs !== undefined) messages.push({ id, sinceMs });
+      }
+      messages.sort((a, b) => a.sinceMs - b.sinceMs || (a.id < b.id ? -1 : 1));
+      yield { dir, messages };
+    }
+  }
+
+  /**
    * One state: plan (a bytes limit needs this state measured first), then walk oldest
-   * first while the plan selects, taking messages in batches.
+   * first while the plan selects, taking messages in batches. The bytes a message would
+   * free are measured with one set of multiply linked files for the whole walk, as the
+   * state was measured: a file the messages of this state share counts once, with the
+   * oldest of them.
    */
   private async cleanState(state: CleanedState, limits: RetentionLimits, removed: Removed, pace: () => Promise<void>): Promise<void> {
     const { store, layout } = this.d;
@@ -185,29 +248,32 @@ export class Housekeeping {
     const plan = planClean(limits, { count: this.d.count(state), ...bytes }, Date.now());
     if (!planRemovesAny(plan)) return;
     const progress = { removed: 0, freedBytes: 0 };
+    const seen = new Set<string>();
     let batch: string[] = [];
-    /** Minute directories whose every message is in a batch: removed once they are empty. */
+    /** Minute directories the walk went through whole: removed once empty (a message still finishing keeps one). */
     let emptied: string[] = [];
     const flush = async (): Promise<void> => {
-      if (batch.length === 0 && emptied.length === 0) return;
-      await pace();
-      for (const id of batch) {
-        if (store.discard(state, id)) {
-          this.d.forget(state, id);
-          removed.messages++;
+      if (batch.length > 0) {
+        await pace();
+        for (const id of batch) {
+          if (store.discard(state, id)) {
+            this.d.forget(state, id);
+            removed.messages++;
+          }
         }
+        batch = [];
+        const freed = await emptyTrash(layout);
+        removed.bytes += freed;
       }
-      batch = [];
-      const freed = await emptyTrash(layout);
-      removed.bytes += freed;
       for (const dir of emptied) store.pruneHashed(dir);
       emptied = [];
     };
-    walk: for await (const group of store.groups(state, 'oldest')) {
-      for (const id of group.ids) {
-        if (!isSelected(plan, progress, id)) break walk;
+    walk: for await (const group of this.oldestFirst(state)) {
+      for (const { id, sinceMs } of group.messages) {
+        if (!isSelected(plan, progress, sinceMs)) break walk;
+        if (this.d.isFinishing(id)) continue;
         if (plan.bytesOver > 0) {
-          const bytesOfMessage = await treeBytes(path.join(group.dir, id));
+          const bytesOfMessage = await treeBytes(path.join(group.dir, id), seen);
           progress.freedBytes += bytesOfMessage;
         }
         progress.removed++;

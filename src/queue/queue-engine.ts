@@ -20,18 +20,18 @@
  * The que index (que-index.ts) is appended to by every commit into `que` and compacted
  * from memory, through the group committer, which swaps the file only between flushes.
  */
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { isOk } from '../client/rpc.js';
 import { RqError, coerceError, errnoCode } from '../domain/errors.js';
 import { fullId, hostUrl, isSafeId, isShortId, parseFullId, type HostInfo } from '../domain/ids.js';
-import { PARAM_KEYS, buildMessage, type Message, type MessageInput } from '../domain/message.js';
+import { PARAM_KEYS, buildMessage, fieldText, type Message, type MessageInput } from '../domain/message.js';
 import { isValidQueueName } from '../domain/names.js';
 import { parseQueueConfig, type QueueConfig } from '../domain/queue-config.js';
 import type { State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
 import { checkAttachmentSource } from '../store/attachment-source.js';
+import { attachmentNames, hashFile } from '../store/attachments.js';
 import type { GroupCommitter } from '../store/group-commit.js';
 import type { QueueLayout, RootLayout } from '../store/layout.js';
 import type { MessageStore, JobStatus } from '../store/message-store.js';
@@ -58,6 +58,8 @@ export const RQ_VERSION = '1.18.3';
 export type AdminStatus = 'UP' | 'PAUSE' | 'DOWN';
 export type OperStatus = 'UP' | 'SCRIPTERROR';
 
+/** Linux's limit on one `NAME=value` string of a new process's environment (MAX_ARG_STRLEN). */
+const MAX_ENV_VAR_BYTES = 128 * 1024;
 /** Grace between TERM and KILL when a run hits the queue's `timeout`. */
 const KILL_GRACE_MS = 5_000;
 /** Admin flags are re-read at least this often (spec/rq.md §2.4: every 5 s). */
@@ -175,17 +177,6 @@ function fieldMatches(value: unknown, text: string, exact: boolean): boolean {
 
 const nowSec = (): number => Math.floor(Date.now() / 1000);
 
-/** The md5 and the size of a file, in one read. */
-async function hashFile(file: string): Promise<{ md5: string; size: number }> {
-  const hash = crypto.createHash('md5');
-  let size = 0;
-  for await (const chunk of fs.createReadStream(file)) {
-    hash.update(chunk as Buffer);
-    size += (chunk as Buffer).length;
-  }
-  return { md5: hash.digest('hex'), size };
-}
-
 /** Hard-link a file, or copy it when the link crosses filesystems (EXDEV). */
 function linkOrCopy(from: string, to: string): void {
   try {
@@ -193,17 +184,6 @@ function linkOrCopy(from: string, to: string): void {
   } catch (e) {
     if (errnoCode(e) !== 'EXDEV' && errnoCode(e) !== 'EPERM') throw e;
     fs.copyFileSync(from, to);
-  }
-}
-
-function attachmentNames(dir: string): string[] {
-  try {
-    return fs
-      .readdirSync(path.join(dir, 'attach'))
-      .filter((n) => !n.startsWith('.') && !n.endsWith('.tmp'))
-      .sort();
-  } catch {
-    return [];
   }
 }
 
@@ -258,6 +238,12 @@ export class QueueEngine {
       log: deps.log,
       count: (state) => (state === 'err' ? this.errIds.size : this.counts[state]),
       forget: (state, id) => (state === 'err' ? this.errIds.delete(id) : this.counts[state]--),
+      // A run leaves `run` (finishRun's finally) only after its final state counts it.
+      isFinishing: (id) => this.run.has(id),
+      isDown: () => {
+        this.refreshFlags();
+        return this.admin === 'DOWN';
+      },
     });
     this.applyConfig();
   }
@@ -339,23 +325,7 @@ export class QueueEngine {
     });
     this.tick = setInterval(() => this.onTick(), TICK_MS);
     this.tick.unref();
-    void this.cron.start(this.cronLeftovers()).catch((e: unknown) => {
-      this.d.log.error({ err: coerceError(e).message }, 'cannot start the cron schedule');
-    });
-  }
-
-  /** Prep messages from cron (few, and only after a crash mid-fire; see cron.ts). */
-  private cronLeftovers(): Array<{ id: string; msg: Message }> {
-    const out: Array<{ id: string; msg: Message }> = [];
-    for (const id of this.prep) {
-      try {
-        const msg = this.d.store.readMsg('prep', id);
-        if (msg.src === 'cron') out.push({ id, msg });
-      } catch {
-        // an unreadable prep message is not ours to commit
-      }
-    }
-    return out;
+    void this.cron.start();
   }
 
   /** A worker from before a restart that is still the same live process. */
@@ -742,18 +712,26 @@ export class QueueEngine {
       if (k in old) input[k] = old[k];
     }
     const srcDir = layout.msgDir(state, id);
+    // Listed while the source is surely there; a clean or a delete may take it during the create.
+    const names = attachmentNames(srcDir);
     const { msg } = await store.create((newId) => {
       const m = buildMessage(input, newId, this.fullId(newId), nowSec());
       m.cloned_from = id;
       return m;
     }, 'prep');
-    this.stats.messageCreated();
-    const names = attachmentNames(srcDir);
     if (names.length > 0) {
       const attachDir = path.join(layout.msgDir('prep', msg.msg_id), 'attach');
-      fs.mkdirSync(attachDir, { recursive: true });
-      for (const name of names) linkOrCopy(path.join(srcDir, 'attach', name), path.join(attachDir, name));
+      try {
+        fs.mkdirSync(attachDir, { recursive: true });
+        for (const name of names) linkOrCopy(path.join(srcDir, 'attach', name), path.join(attachDir, name));
+      } catch (e) {
+        // No clone without all its attachments: the half-made one goes.
+        store.remove('prep', msg.msg_id);
+        if (errnoCode(e) !== 'ENOENT') throw e;
+        throw new RqError('RQ_NOT_FOUND', `msg ${id} was removed while it was being cloned; no clone was made`, { cause: e });
+      }
     }
+    this.stats.messageCreated();
     this.prep.push(msg.msg_id);
     await this.commit(msg.msg_id);
     return this.fullId(msg.msg_id);
@@ -1028,7 +1006,6 @@ export class QueueEngine {
     const base = `http://${host.host}:${host.port}`;
     const destUrl = dest.startsWith('http:') ? dest : dest.startsWith('/q/') ? `${base}${dest}` : `${base}/q/${dest}`;
     const destQueue = dest.startsWith('http:') || dest.startsWith('/q/') ? (parseFullId(dest).queue ?? '') : dest;
-    const text = (v: unknown): string => (v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v));
     Object.assign(env, {
       RQ_VER: RQ_VERSION,
       RQ_SCRIPT: this.config.script,
@@ -1038,17 +1015,20 @@ export class QueueEngine {
       RQ_DEST_QUEUE: destQueue,
       RQ_MSG_ID: msg.msg_id,
       RQ_FULL_MSG_ID: this.fullId(msg.msg_id),
-      RQ_ORIG_MSG_ID: text(msg.orig_msg_id),
+      RQ_ORIG_MSG_ID: fieldText(msg.orig_msg_id),
       RQ_MSG_DIR: path.join(layout.publicPath('run', msg.msg_id), 'job'),
       RQ_WRITE: '3',
       RQ_READ: '4',
       RQ_PIPE: '3',
       RQ_COUNT: String(msg.count ?? 0),
-      RQ_PARAM1: text(msg.param1),
-      RQ_PARAM2: text(msg.param2),
-      RQ_PARAM3: text(msg.param3),
-      RQ_PARAM4: text(msg.param4),
     });
+    // Linux refuses to exec with one variable of 128 KiB or more (E2BIG): such a param is
+    // given as '' and the script reads it from `../msg` (README: Writing a queue script).
+    for (const [i, key] of PARAM_KEYS.entries()) {
+      const name = `RQ_PARAM${i + 1}`;
+      const text = fieldText(msg[key]);
+      env[name] = Buffer.byteLength(`${name}=${text}`) < MAX_ENV_VAR_BYTES ? text : '';
+    }
     if (msg.force_remote !== undefined && msg.force_remote !== null && msg.force_remote !== false) env['RQ_FORCE_REMOTE'] = '1';
     else delete env['RQ_FORCE_REMOTE'];
     return env;
@@ -1101,6 +1081,9 @@ export class QueueEngine {
     const outcome = decideOutcome(exit, run.first, run.msg.count ?? 0, run.msg.max_count ?? 15);
     this.d.log.info({ msg_id: run.id, worker_pid: exit.pid, code, signal, state: outcome.state }, 'run ended');
     void this.finishRun(run, outcome);
+    // A worker may have set a flag file as it ended (the router takes its queue DOWN on
+    // a bad rules file); read them before the next message is started.
+    this.refreshFlags();
     this.pump();
   }
 

@@ -13,19 +13,33 @@
  * JavaScript regular expressions (no flags), matched anywhere in the message's field as
  * Ruby's `=~` did. The rule named `default` matches every message; it may only come last.
  * Without one, the built-in default applies: `err`, logged.
+ *
+ * RQ's Ruby rules (`config/rq_router_rules.rb`) are not read: such a file, or Ruby text,
+ * is refused with a pointer to the JSON format, and `rubyRulesWarning` tells the web and
+ * the router when only the Ruby file is there. Every error message is one line.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { RqError } from '../domain/errors.js';
 import { isPlainObject } from '../domain/message.js';
+import { isValidQueueName } from '../domain/names.js';
 
 /** The rules file, in the install root's `config/`. While it exists the web is in router mode (§7.6). */
 export const RULES_FILE_NAME = 'rq_router_rules.json';
+/** RQ's rules file, which rq does not read. */
+const RUBY_RULES_FILE_NAME = 'rq_router_rules.rb';
+const RUBY_RULES_NOT_READ = `RQ's Ruby rules are not read; rq's rules are JSON in config/${RULES_FILE_NAME} (README: The router)`;
 
-export const ACTIONS = ['relay', 'balance', 'done', 'err'] as const;
-export type Action = (typeof ACTIONS)[number];
+const ACTIONS = ['relay', 'balance', 'done', 'err'] as const;
+type Action = (typeof ACTIONS)[number];
 
-/** The router gives up on a message after this long (§9.3 step 2), so a delay must be shorter. */
+/** The router gives up on a message after this long (§9.3 step 2). */
 export const ROUTER_LIMIT_SECS = 60;
+/**
+ * The longest `delay`, well inside ROUTER_LIMIT_SECS: a relay action that the limit cut
+ * short would leave some copies made, and a clone of the message would make them again.
+ */
+const MAX_DELAY_SECS = 30;
 
 export interface Rule {
   name: string;
@@ -34,14 +48,14 @@ export interface Rule {
   src: RegExp | null;
   dest: RegExp | null;
   /**
-   * Target hosts (`host`, `host:port` or an `http…` URL): all strings, or all groups of
-   * strings. `relay` sends to every string, or to one host of each group; `balance` sends
-   * to one of the strings.
+   * Target hosts (`host`, `host:port` or a URL `http://…/q/<queue>`): all strings, or all
+   * groups of strings. `relay` sends to every string, or to one host of each group;
+   * `balance` sends to one of the strings.
    */
   route: (string | string[])[];
   /** Append a line to `log/rq_router.log` (always for `err`). */
   log: boolean;
-  /** Seconds to wait before acting. */
+  /** Seconds to wait before acting, at most MAX_DELAY_SECS. */
   delay: number;
 }
 
@@ -52,9 +66,21 @@ const DEFAULT_NAME = 'default';
 const BUILTIN_DEFAULT: Rule = { name: DEFAULT_NAME, action: 'err', src: null, dest: null, route: [], log: true, delay: 0 };
 /** `host` or `host:port` (an IPv6 address in brackets); a host starting with `http` must be a URL. */
 const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(:\d{1,5})?$/;
+/**
+ * A whole destination URL: `http://<host[:port]>[/<root>…]/q/<queue>`. The queue engine
+ * gives the relay an `http:` destination only, and the relay posts to `<dest>/new_message`;
+ * no root segment is `q`, so the queue is the part after the first `/q/`, as RQ reads it.
+ */
+const DEST_URL = /^http:\/\/([^/?#]+)(?:\/(?!q\/)[^/?#\s]+)*\/q\/([^/?#]*)$/;
+const DEST_URL_FORM = 'http://<host>[:<port>][/<root>]/q/<queue>';
 
+/**
+ * Every error of this module: RQ_CONFIG, on one line (a JSON or regex error may quote text
+ * with newlines). It carries no cause: the message already says all of it, and `explain`
+ * would print a cause again on a line of its own (in the `.down` flag).
+ */
 function invalid(message: string): never {
-  throw new RqError('RQ_CONFIG', message);
+  throw new RqError('RQ_CONFIG', message.replace(/\s*[\r\n]+\s*/g, ' '));
 }
 
 function shown(value: unknown): string {
@@ -94,17 +120,13 @@ function parsePattern(raw: unknown, field: 'src' | 'dest', where: string): RegEx
 function checkHost(host: unknown, where: string): string {
   if (typeof host !== 'string' || host === '') invalid(`${where}: "route" hosts must be non-empty strings, got ${shown(host)}`);
   if (host.startsWith('http')) {
-    let url: URL | undefined;
-    try {
-      url = new URL(host);
-    } catch {
-      url = undefined;
+    const url = DEST_URL.exec(host);
+    if (!url || !HOST_PORT.test(url[1]!)) {
+      invalid(`${where}: "route" host ${JSON.stringify(host)} starts with "http", so it must be a URL ${DEST_URL_FORM}: the copy's destination as it is (the relay delivers over http only)`);
     }
-    if (url?.protocol !== 'http:' && url?.protocol !== 'https:') {
-      invalid(`${where}: "route" host ${JSON.stringify(host)} starts with "http", so it must be a whole http:// or https:// URL (it is used as the destination as it is)`);
-    }
+    if (!isValidQueueName(url[2])) invalid(`${where}: "route" host ${JSON.stringify(host)} does not end in a valid queue name after /q/, got ${JSON.stringify(url[2])}`);
   } else if (!HOST_PORT.test(host)) {
-    invalid(`${where}: "route" host ${JSON.stringify(host)} is not host, host:port or an http:// URL`);
+    invalid(`${where}: "route" host ${JSON.stringify(host)} is not host, host:port or a URL ${DEST_URL_FORM}`);
   }
   return host;
 }
@@ -145,8 +167,10 @@ function parseRule(raw: unknown, index: number, env: Readonly<Record<string, str
   const log = raw['log'] ?? false;
   if (typeof log !== 'boolean') invalid(`${where}: "log" must be true or false, got ${shown(log)}`);
   const delay = raw['delay'] ?? 0;
-  if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay >= ROUTER_LIMIT_SECS) {
-    invalid(`${where}: "delay" must be a whole number of seconds from 0 to ${ROUTER_LIMIT_SECS - 1} (the router gives up after ${ROUTER_LIMIT_SECS} s), got ${shown(delay)}`);
+  if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_DELAY_SECS) {
+    invalid(
+      `${where}: "delay" must be a whole number of seconds from 0 to ${MAX_DELAY_SECS} (the router gives up on a message after ${ROUTER_LIMIT_SECS} s, which could cut a relay short), got ${shown(delay)}`,
+    );
   }
   return { name, action, src, dest, route: parseRoute(raw['route'], possible, where), log: log || action === 'err', delay };
 }
@@ -160,6 +184,8 @@ export function parseRules(text: string, env: Readonly<Record<string, string | u
   try {
     raw = JSON.parse(text);
   } catch (e) {
+    // RQ's format: `rule "<name>"` opens a rule, at the start of a line.
+    if (/^rule\s/m.test(text)) invalid(RUBY_RULES_NOT_READ);
     return invalid(`not valid JSON: ${(e as Error).message}`);
   }
   if (!Array.isArray(raw)) invalid(`must be a JSON array of rules, got ${isPlainObject(raw) ? 'an object' : shown(raw)}`);
@@ -175,17 +201,28 @@ export function parseRules(text: string, env: Readonly<Record<string, string | u
 
 /** Read and parse a rules file; every failure (a missing file too) names the file. */
 export function loadRules(file: string, env: Readonly<Record<string, string | undefined>>): Rule[] {
+  if (file.endsWith('.rb')) invalid(`${file}: ${RUBY_RULES_NOT_READ}`);
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (e) {
-    throw new RqError('RQ_CONFIG', `${file}: cannot read the rules file: ${(e as Error).message}`, { cause: e });
+    return invalid(`${file}: cannot read the rules file: ${(e as Error).message}`);
   }
   try {
     return parseRules(text, env);
   } catch (e) {
-    throw new RqError('RQ_CONFIG', `${file}: ${(e as Error).message}`, { cause: e });
+    return invalid(`${file}: ${(e as Error).message}`);
   }
+}
+
+/**
+ * A warning when `configDir` has RQ's `rq_router_rules.rb` but not rq's JSON rules file:
+ * the operator probably expects router mode, which only the JSON file turns on.
+ */
+export function rubyRulesWarning(configDir: string): string | undefined {
+  const ruby = path.join(configDir, RUBY_RULES_FILE_NAME);
+  if (!fs.existsSync(ruby) || fs.existsSync(path.join(configDir, RULES_FILE_NAME))) return undefined;
+  return `${ruby} is ignored, so this host is not in router mode: ${RUBY_RULES_NOT_READ}`;
 }
 
 /** A rule as one JSON line (what `rq verify_rules --verbose` prints). */

@@ -6,19 +6,21 @@
  * that is what fills a disk (a 10-byte `msg` takes a 4 KiB block, and every message
  * has several directories). A state's bytes are its message directories with everything
  * in them, plus the directories that hold them: the state directory and, in done and
- * relayed, the minute directories (their day and hour directories are left out). A file with other hard links (an attachment a
- * clone shares) is counted once per measurement; deleting such a file frees nothing, so
- * it does not count as freed.
+ * relayed, the minute directories (their day and hour directories are left out). A file
+ * with other hard links (an attachment a clone shares) is counted once per measurement;
+ * deleting such a file frees nothing, so it does not count as freed.
  *
- * Everything here is asynchronous and keeps at most WALK_CONCURRENCY filesystem calls in
- * flight, so a walk never blocks the event loop and leaves most of libuv's threads to
- * the fsyncs of the queue's commits. A measurement is a walk, not a snapshot: messages
- * that move while it runs may be counted in either state, or in neither.
+ * Everything here is asynchronous, the listing of the states included (the store's
+ * `groups` lists each directory asynchronously), and keeps at most WALK_CONCURRENCY
+ * filesystem calls in flight, so a walk never blocks the event loop and leaves most of
+ * libuv's threads to the fsyncs of the queue's commits. A measurement is a walk, not a
+ * snapshot: messages that move while it runs may be counted in either state, or in
+ * neither.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { errnoCode } from '../domain/errors.js';
 import { STATES, type State } from '../domain/states.js';
+import { lstatOrUndefined, readdirOrEmpty } from './if-present.js';
 import type { QueueLayout } from './layout.js';
 import type { MessageStore } from './message-store.js';
 
@@ -50,29 +52,12 @@ async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T)
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
-async function lstatOrUndefined(p: string): Promise<fs.Stats | undefined> {
-  try {
-    return await fs.promises.lstat(p);
-  } catch (e) {
-    if (errnoCode(e) === 'ENOENT') return undefined;
-    throw e;
-  }
-}
-
-async function readdirOrEmpty(dir: string): Promise<string[]> {
-  try {
-    return await fs.promises.readdir(dir);
-  } catch (e) {
-    if (errnoCode(e) === 'ENOENT' || errnoCode(e) === 'ENOTDIR') return [];
-    throw e;
-  }
-}
-
 /**
  * Bytes a tree takes (see above); `seen` holds the files with other hard links already
- * counted by this measurement. A tree that vanishes during the walk counts what was seen.
+ * counted by this measurement (or clean). A tree that vanishes during the walk counts what
+ * was seen.
  */
-export async function treeBytes(p: string, seen: Set<string> = new Set()): Promise<number> {
+export async function treeBytes(p: string, seen: Set<string>): Promise<number> {
   const st = await lstatOrUndefined(p);
   if (st === undefined) return 0;
   if (!st.isDirectory()) {

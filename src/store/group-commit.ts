@@ -72,8 +72,18 @@ export function createGroupCommitter(): GroupCommitter {
   let journalLines = 0;
   const dirFds = new Map<string, number>();
 
+  /**
+   * A descriptor of `dir` to fsync. A cached one whose directory has been removed (the
+   * cleaner prunes emptied minute directories of done/, and a later move recreates them)
+   * has no links left and is replaced: an fsync of the deleted inode would make nothing
+   * durable.
+   */
   function dirFd(dir: string): number {
     let fd = dirFds.get(dir);
+    if (fd !== undefined && fs.fstatSync(fd).nlink === 0) {
+      fs.closeSync(fd);
+      fd = undefined;
+    }
     if (fd === undefined) {
       fd = fs.openSync(dir, 'r');
       dirFds.set(dir, fd);

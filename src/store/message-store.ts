@@ -22,6 +22,7 @@ import { idTimestamp } from '../domain/ids.js';
 import { parseMessage, type Message } from '../domain/message.js';
 import { HASHED_STATES, isLegalMove, type State } from '../domain/states.js';
 import type { GroupCommitter } from './group-commit.js';
+import { lstatOrUndefined, readdirOrEmpty, readdirOrEmptySync } from './if-present.js';
 import type { QueueLayout } from './layout.js';
 import { entryFromMessage, journalLine, type QueEntry } from './que-index.js';
 
@@ -69,12 +70,20 @@ export interface MessageStore {
   hashedIds(state: State, offset?: number): Iterable<string>;
   countHashed(state: State): number;
   /**
-   * A state's messages in groups: a directory and the names of the messages in it. A flat
-   * state is one group, listed asynchronously (a big `que` never blocks the event loop);
-   * a hashed state is a group per minute directory, listed when the walk reaches it. With
-   * `oldest`, groups come oldest first and the names in each ascending; else in no order.
+   * A state's messages in groups: a directory and the names of the messages in it, every
+   * directory listed asynchronously (a big state never blocks the event loop). A flat
+   * state is one group; a hashed state is a group per minute directory, listed when the
+   * walk reaches it. With `oldest`, groups come oldest first and the names in each
+   * ascending; else in no order.
    */
   groups(state: State, order?: 'oldest'): AsyncIterable<MessageGroup>;
+  /**
+   * When a message entered its state, epoch ms: its directory's ctime. The rename into the
+   * state sets it (Linux updates a renamed inode's ctime on ext4, xfs, btrfs and tmpfs),
+   * and nothing changes the directory of a done, relayed or err message after that.
+   * Undefined when the message is no longer there.
+   */
+  enteredAt(state: State, id: string): Promise<number | undefined>;
   /**
    * Take a message out of its state for good: one rename into the queue's trash
    * (layout.ts `trashDir`), the commit point of a clean; its files are deleted later
@@ -101,30 +110,31 @@ const LEVEL_RE = [/^\d{8}$/, /^\d\d$/, /^\d\d$/, /^\d\d/];
  */
 const STATUS_OFTEN_MISSING: ReadonlySet<State> = new Set(['prep', 'que']);
 
-function readdirOrEmpty(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch (e) {
-    if (errnoCode(e) === 'ENOENT') return [];
-    throw e;
-  }
-}
-
 /** A name in a flat state directory that is a message, not a temp name. */
 function isMessageName(name: string): boolean {
   return !name.startsWith('_') && !name.startsWith('.');
 }
 
+/** The names of one level of a hashed tree that belong there, in walk order (a minute's ids unsorted). */
+function levelNames(names: string[], level: number, newestFirst: boolean): string[] {
+  const kept = names.filter((n) => LEVEL_RE[level]!.test(n));
+  if (level < 3) kept.sort();
+  if (level < 3 && newestFirst) kept.reverse();
+  return kept;
+}
+
 /** A hashed tree's minute directories with their (unsorted) ids, newest minute first or oldest first. */
 function* minuteDirs(dir: string, newestFirst: boolean, level = 0): Generator<MessageGroup> {
-  const names = readdirOrEmpty(dir).filter((n) => LEVEL_RE[level]!.test(n));
-  if (level === 3) {
-    yield { dir, ids: names };
-    return;
-  }
-  names.sort();
-  if (newestFirst) names.reverse();
-  for (const name of names) yield* minuteDirs(path.join(dir, name), newestFirst, level + 1);
+  const names = levelNames(readdirOrEmptySync(dir), level, newestFirst);
+  if (level === 3) yield { dir, ids: names };
+  else for (const name of names) yield* minuteDirs(path.join(dir, name), newestFirst, level + 1);
+}
+
+/** `minuteDirs`, each directory listed asynchronously (a clean or a measurement never blocks the event loop). */
+async function* minuteDirsAsync(dir: string, newestFirst: boolean, level = 0): AsyncGenerator<MessageGroup> {
+  const names = levelNames(await readdirOrEmpty(dir), level, newestFirst);
+  if (level === 3) yield { dir, ids: names };
+  else for (const name of names) yield* minuteDirsAsync(path.join(dir, name), newestFirst, level + 1);
 }
 
 function notInState(id: string, from: State, cause: unknown): RqError {
@@ -292,12 +302,12 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     },
 
     listFlat(state) {
-      return readdirOrEmpty(q.stateDir(state)).filter(isMessageName);
+      return readdirOrEmptySync(q.stateDir(state)).filter(isMessageName);
     },
 
     sweepPrep() {
       const dir = q.stateDir('prep');
-      const names = readdirOrEmpty(dir);
+      const names = readdirOrEmptySync(dir);
       for (const name of names) if (name.startsWith('_')) fs.rmSync(path.join(dir, name), { recursive: true, force: true });
       return names.filter(isMessageName);
     },
@@ -325,16 +335,14 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       const dir = q.stateDir(state);
       const sorted = (group: MessageGroup): MessageGroup => (order === 'oldest' ? { dir: group.dir, ids: group.ids.sort() } : group);
       if (!HASHED_STATES.has(state)) {
-        let names: string[] = [];
-        try {
-          names = await fs.promises.readdir(dir);
-        } catch (e) {
-          if (errnoCode(e) !== 'ENOENT') throw e;
-        }
-        yield sorted({ dir, ids: names.filter(isMessageName) });
+        yield sorted({ dir, ids: (await readdirOrEmpty(dir)).filter(isMessageName) });
         return;
       }
-      for (const group of minuteDirs(dir, order !== 'oldest')) yield sorted(group);
+      for await (const group of minuteDirsAsync(dir, order !== 'oldest')) yield sorted(group);
+    },
+
+    async enteredAt(state, id) {
+      return (await lstatOrUndefined(q.msgDir(state, id)))?.ctimeMs;
     },
 
     discard(state, id) {

@@ -1,10 +1,13 @@
 /**
  * The web process: `node dist/src/web/web-main.js`, started by rq-mgr. It listens on the
  * config's `addr:port` and exits when rq-mgr goes away (its IPC channel closes) or on TERM.
+ * At start it warns when RQ's Ruby router rules are there without rq's JSON ones, since
+ * only the JSON file puts the web in router mode.
  */
 import { explain } from '../domain/errors.js';
 import { installRoot } from '../lib/install-root.js';
 import { createLogger } from '../lib/logger.js';
+import { rubyRulesWarning } from '../router/rules.js';
 import { readMainConfig } from '../store/config-files.js';
 import { rootLayout } from '../store/layout.js';
 import { createApp } from './app.js';
@@ -26,6 +29,8 @@ try {
   log.fatal({ err: explain(e) }, 'Bad config file. Exiting');
   exit(1);
 }
+const rubyRules = rubyRulesWarning(root.configDir);
+if (rubyRules) log.warn(rubyRules);
 const port = Number(config.port);
 const server = createApp({ root, config, log }).listen(port, config.addr, () => {
   log.info({ addr: config.addr, port }, `web listening on http://${config.addr}:${port}${config.relativeRoot}`);

@@ -9,8 +9,9 @@
  * so the worker asks each queue for its `clean` command (queue/housekeeping.ts), which
  * applies the queue's own limits (config.json `cleaner`), and asks again while a long
  * clean is still running. It logs what each queue removed. A queue that is admin DOWN
- * refuses and is skipped (DOWN means hands off); a queue that does not answer makes the
- * run end in `err`, naming it, once the others are cleaned.
+ * refuses and is skipped (DOWN means hands off), and so is one that goes DOWN during its
+ * clean (the clean stops there); a queue that does not answer makes the run end in
+ * `err`, naming it, once the others are cleaned.
  *
  * RQ's texts: a queue that does not exist is `fail the specified queue [<q>] does not
  * exist` and exit 1 (an improper exit, so `err`); success is `done successfully ran this
@@ -53,6 +54,7 @@ async function cleanQueue(root: RootLayout, name: string, argument: string): Pro
     if (!isOk(reply) || !isPlainObject(reply[1])) return { type: 'failed', reason: JSON.stringify(reply) };
     const cleaned = reply[1] as unknown as CleanReport;
     if (cleaned.error !== undefined) return { type: 'failed', reason: cleaned.error };
+    if (cleaned.stopped !== undefined) return { type: 'skipped', reason: `${cleaned.stopped} after it removed ${summary(cleaned)}` };
     if (cleaned.finished) return { type: 'cleaned', report: cleaned };
     log(`${name}: still cleaning (${summary(cleaned)} so far)`);
   }

@@ -8,20 +8,24 @@
  *    has, `count` + 1 and `"_method":"prep"` (`force_remote` is never sent). The remote
  *    full id it answers is kept in `job/relay_id`, written durably (fsync, rename, fsync
  *    of the directory), before anything else is sent. A run that finds `job/relay_id`
- *    skips this phase and reuses that remote message.
- * 2. each regular file of `../attach` (names not starting with `.`) goes to
- *    `<remote id>/attach/new` as multipart, streamed from disk, and the md5 the remote
- *    answers must be the file's own.
- * 3. commit: `POST <remote id>` with `_method=commit`; then `relayed <remote id>`.
+ *    skips this phase and reuses that remote message. An id on another origin than
+ *    RQ_DEST's (a load balancer may answer so) is logged, and used.
+ * 2. each attachment of the message (store/attachments.ts: regular files of `../attach`,
+ *    not `.`-names, not `*.tmp`) goes to `<remote id>/attach/new` as multipart, streamed
+ *    from disk, and the md5 the remote answers must be the file's own.
+ * 3. commit: `job/relay_commit_sent` is written durably, then `POST <remote id>` with
+ *    `_method=commit`; then `relayed <remote id>`.
  *
  * Every outcome is one line on fd 3 and exit 0: `relayed <id>`; `resend <n>-<reason>`
  * (a soft fail, retried by the queue after n = RQ_COUNT² × the backoff base, 10 s unless
- * the relay queue's `env_vars` set `RELAY_BACKOFF_SECS`); or RQ's `fail …` (not a
+ * the relay queue's `env_vars` set `RELAY_BACKOFF_SECS`); RQ's `fail …` (not a
  * completion, so the message ends in `err`) for RQ_COUNT > 15 and for a relay loop
- * (`RQ_ORIG_MSG_ID` starts with `RQ_DEST`). An error of the relay itself (a bad
- * `RELAY_BACKOFF_SECS`, an unreadable `../msg`) is `err <what>`. Every HTTP request has
- * a timeout; an attachment's grows with its size. RQ's port-3333 test hook (§8.2 step 5)
- * is left out.
+ * (`RQ_ORIG_MSG_ID` starts with `RQ_DEST`); or `err <what>` for an error of the relay
+ * itself (a bad `RELAY_BACKOFF_SECS`, an unreadable `../msg`) and for the two endings
+ * below that name a remote message to check. Every HTTP request has a timeout; an
+ * attachment's grows with its size. When fd 3 is closed (the local queue process died)
+ * the line is only logged: the restarted queue process runs the message again. RQ's
+ * port-3333 test hook (§8.2 step 5) is left out.
  *
  * Exactly once, where RQ is at least once (§8.3). RQ starts over with a new remote
  * message whenever the remote answers `cannot find message`, which it also does when an
@@ -31,28 +35,38 @@
  * reply was lost, late, or not ok):
  * - past prep (`que run done err relayed`): it was delivered; finish as `relayed`;
  * - still `prep`: soft fail and keep `job/relay_id`, the next run continues with it;
- * - gone: remove `job/relay_id`, soft fail; the next run preps a new remote message;
+ * - gone, and no commit of it was sent (no `job/relay_commit_sent`, or only this run's
+ *   commit, which the remote refused with `cannot find message`): it was deleted in prep;
+ *   remove `job/relay_id`, soft fail; the next run preps a new remote message (and
+ *   removes `job/relay_commit_sent` first);
+ * - gone after a commit was sent: it was most likely delivered, run and then removed
+ *   (cleaner, operator) before the relay learned it; starting over would deliver it
+ *   twice, so end in `err`, naming the remote id;
  * - not known (remote down, queue process not answering, timeout): soft fail and keep
  *   `job/relay_id`, so nothing is sent twice while the answer is unknown.
+ * A soft fail with `job/relay_id` kept on the last try (count + 1 reaches the message's
+ * `max_count`, read from `../msg`: no RQ_* variable carries it) ends in `err` instead,
+ * naming the remote id: the queue's `HIT MAX RESEND COUNT` would hide it, and a clone
+ * of the local message may deliver it twice.
  * The state comes from `GET <remote id>/state.json`. Its 404 also stands for "the queue
  * process did not answer", so a 404 counts as gone only when the remote queue answers a
  * search for the id (`GET <remote root>search?name=<q>&query[msg_id]=<id>&exact=1`, a
  * 500 when its process does not answer) without it, and `state.json` still says 404
- * after that. `job/relay_id` also stays after a success (RQ removed it): if the local
- * queue process dies after `relayed` was written but before the message moved, the run
- * is repeated, finds the remote message past prep and does not send it again.
+ * after that. `job/relay_id` (and `job/relay_commit_sent`) also stay after a success (RQ
+ * removed `relay_id`): if the local queue process dies after `relayed` was written but
+ * before the message moved, the run is repeated, finds the remote message past prep (or
+ * gone after its commit: err) and does not send it again.
  * What is left: a prep whose reply is lost (or whose id could not be written) leaves
  * that remote message in `prep`, never committed; it is not delivered, twice or at all.
  */
-import crypto from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import { RqError, errnoCode, explain } from '../domain/errors.js';
 import { rubyToI } from '../domain/ruby.js';
 import { writeFileDurably } from '../store/atomic.js';
-import { log, readOwnMessage, rqEnv, say, secondsFromEnv } from './worker-io.js';
+import { attachmentNames, hashFile } from '../store/attachments.js';
+import { MAX_COUNT, PAST_MAX_COUNT_LINE, log, readOwnMessage, resendLine, rqEnv, say, secondsFromEnv } from './worker-io.js';
 
-/** RQ's limit: a relay message resent more often than this fails (§8.2 step 2). */
-const MAX_COUNT = 15;
 /** The backoff base in seconds when `RELAY_BACKOFF_SECS` is unset (§8.3). */
 const DEFAULT_BACKOFF_SECS = 10;
 /** The keys of the message the remote copy gets (§8.2 step 6). */
@@ -60,7 +74,10 @@ const FORWARDED_KEYS = ['dest', 'src', 'count', 'max_count', 'param1', 'param2',
 /** Remote states a message reaches only after its commit. */
 const DELIVERED_STATES: ReadonlySet<string> = new Set(['que', 'run', 'done', 'err', 'relayed']);
 const RELAY_ID_FILE = 'relay_id';
-const ATTACH_DIR = '../attach';
+/** Written durably before every commit is sent; removed when a new prep starts. */
+const COMMIT_SENT_FILE = 'relay_commit_sent';
+/** The message's directory (the worker's cwd is its `job/`). */
+const MSG_DIR = '..';
 /** The time limit of a request without a file (prep, commit, state). */
 const REQUEST_TIMEOUT_MS = 30_000;
 /** A search walks the whole remote queue; the remote web gives its queue 60 s for it. */
@@ -69,7 +86,11 @@ const SEARCH_TIMEOUT_MS = 90_000;
 const ATTACH_MS_PER_MIB = 1_000;
 
 /** How a run ends: the line it reports on fd 3. */
-type Ending = { type: 'relayed'; remoteId: string } | { type: 'resend'; reason: string } | { type: 'fail'; reason: string };
+type Ending =
+  | { type: 'relayed'; remoteId: string }
+  | { type: 'resend'; reason: string }
+  | { type: 'fail'; reason: string }
+  | { type: 'err'; reason: string };
 
 /** An HTTP exchange: the reply (its JSON body parsed when it is JSON), or why there was none. */
 type Exchange = { type: 'reply'; status: number; text: string; json: unknown } | { type: 'unreachable'; url: string; why: string };
@@ -85,11 +106,15 @@ interface RemoteId {
   shortId: string;
 }
 
-/** This run's inputs, read once from the environment (§3.2 and the queue's `env_vars`). */
+/** This run's inputs, read once from the environment (§3.2 and the queue's `env_vars`) and `../msg`. */
 interface RelayRun {
   dest: string;
   origMsgId: string;
   count: number;
+  /** The message, from `../msg`. */
+  msg: Record<string, unknown>;
+  /** The message's `max_count` (RQ's default 15): a resend that makes `count` reach it is the last. */
+  maxCount: number;
   isForceRemote: boolean;
   /** `RELAY_BACKOFF_SECS`: a soft fail is retried after count² × this. @default 10 */
   backoffSecs: number;
@@ -97,10 +122,10 @@ interface RelayRun {
 
 const resend = (reason: string): Ending => ({ type: 'resend', reason });
 
-/** RQ's patterns for a full id (§1.7), anchored at the end, so the root keeps `relative_root`. */
+/** RQ's patterns for a full id (§1.7), anchored at the end, so the root keeps `relative_root`; it must be a URL. */
 function parseRemoteId(full: string): RemoteId | undefined {
   const m = /^(https?:\/\/.*\/)q\/([^/]+)\/([^/]+)$/.exec(full);
-  return m ? { full, root: m[1]!, queue: m[2]!, shortId: m[3]! } : undefined;
+  return m && URL.canParse(full) ? { full, root: m[1]!, queue: m[2]!, shortId: m[3]! } : undefined;
 }
 
 /** One request with a time limit; a network error, a bad URL or the limit is `unreachable`. */
@@ -134,6 +159,9 @@ function isReplyOf(x: Exchange, word: string, text?: string): boolean {
 }
 
 const isCannotFind = (x: Exchange): boolean => isReplyOf(x, 'fail', 'cannot find message');
+
+/** Whether a commit of the remote message in `job/relay_id` was ever sent. */
+const hasCommitMarker = (): boolean => fs.existsSync(COMMIT_SENT_FILE);
 
 /** The remote message of an earlier run, from `job/relay_id` (only prep writes it). */
 function readRelayId(): RemoteId | undefined {
@@ -175,13 +203,17 @@ async function remoteState(id: RemoteId): Promise<RemoteState> {
 
 /**
  * A step after prep did not get its ok (`failure` says how): the remote message's state
- * decides between delivered, try again with the same id, and start over.
+ * decides between delivered, try again with the same id, and start over, which is only
+ * safe when no commit of it can have gone through (`isCommitSent` false).
  */
-async function settle(id: RemoteId, failure: string): Promise<Ending> {
+async function settle(id: RemoteId, failure: string, isCommitSent: boolean): Promise<Ending> {
   const found = await remoteState(id);
   if (found.type === 'found' && DELIVERED_STATES.has(found.state)) {
     log(`Remote message [${id.full}] is already ${found.state}: an earlier attempt delivered it`);
     return { type: 'relayed', remoteId: id.full };
+  }
+  if (found.type === 'gone' && isCommitSent) {
+    return { type: 'err', reason: `Remote message [${id.full}] gone after its commit was sent: most likely delivered and cleaned up; check ${id.full} before cloning` };
   }
   if (found.type === 'gone') {
     fs.rmSync(RELAY_ID_FILE, { force: true });
@@ -193,11 +225,13 @@ async function settle(id: RemoteId, failure: string): Promise<Ending> {
 
 /** Phase 1: a remote message in prep; its full id, also in `job/relay_id`. */
 async function prep(run: RelayRun): Promise<RemoteId | Ending> {
-  const msg = readOwnMessage();
+  const { msg } = run;
   const mesg: Record<string, unknown> = {};
   for (const key of FORWARDED_KEYS) if (Object.hasOwn(msg, key)) mesg[key] = msg[key];
   mesg['count'] = rubyToI(msg['count']) + 1;
   mesg['_method'] = 'prep';
+  // A commit sent for an earlier remote message says nothing about the new one.
+  fs.rmSync(COMMIT_SENT_FILE, { force: true });
   log(`attempting remote ${run.dest}`);
   const x = await postForm(`${run.dest.replace(/\/+$/, '')}/new_message`, { x_format: 'json', mesg: JSON.stringify(mesg) });
   if (x.type === 'unreachable') return resend(describe(x));
@@ -205,32 +239,17 @@ async function prep(run: RelayRun): Promise<RemoteId | Ending> {
   if (id === undefined) return resend(`Couldn't queue message: ${describe(x)}`);
   writeFileDurably(RELAY_ID_FILE, id.full);
   log(`Now using relay_id: ${id.full}`);
+  const destOrigin = new URL(run.dest).origin;
+  const idOrigin = new URL(id.full).origin;
+  if (idOrigin !== destOrigin) log(`The remote answered an id on ${idOrigin}, not on RQ_DEST's ${destOrigin}: the attachments and the commit go to ${id.full}`);
   return id;
-}
-
-/** The files phase 2 sends: regular files of `../attach` not starting with `.`, by name. */
-function attachmentNames(): string[] {
-  let entries: fs.Dirent[];
-  try {
-    entries = fs.readdirSync(ATTACH_DIR, { withFileTypes: true });
-  } catch (e) {
-    if (errnoCode(e) === 'ENOENT') return [];
-    throw e;
-  }
-  return entries.filter((d) => d.isFile() && !d.name.startsWith('.')).map((d) => d.name).sort();
-}
-
-async function md5Of(file: string): Promise<string> {
-  const hash = crypto.createHash('md5');
-  for await (const chunk of fs.createReadStream(file)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
 }
 
 /** Phase 2: every attachment, streamed from disk; an Ending when one did not arrive intact. */
 async function sendAttachments(id: RemoteId): Promise<Ending | undefined> {
-  for (const name of attachmentNames()) {
-    const file = `${ATTACH_DIR}/${name}`;
-    const md5 = await md5Of(file);
+  for (const name of attachmentNames(MSG_DIR)) {
+    const file = path.join(MSG_DIR, 'attach', name);
+    const { md5 } = await hashFile(file);
     const blob = await fs.openAsBlob(file, { type: 'application/octet-stream' });
     log(`attaching ${name} (${blob.size} bytes, md5 ${md5})`);
     const form = new FormData();
@@ -239,7 +258,7 @@ async function sendAttachments(id: RemoteId): Promise<Ending | undefined> {
     form.append('msg_id', id.shortId);
     form.append('filedata', blob, name);
     const x = await exchange(`${id.full}/attach/new`, { method: 'POST', body: form }, REQUEST_TIMEOUT_MS + Math.ceil((blob.size / 2 ** 20) * ATTACH_MS_PER_MIB));
-    if (isCannotFind(x)) return settle(id, `Remote message [${id.full}] cannot be found in prep`);
+    if (isCannotFind(x)) return settle(id, `Remote message [${id.full}] cannot be found in prep`, hasCommitMarker());
     if (x.type === 'unreachable') return resend(describe(x));
     if (x.status !== 200) return resend(`Couldn't attach to test message properly. - error ${x.status}`);
     if (!isReplyOf(x, 'ok')) return resend(`Couldn't attach to test message properly. - ${describe(x)}`);
@@ -248,24 +267,22 @@ async function sendAttachments(id: RemoteId): Promise<Ending | undefined> {
   return undefined;
 }
 
-/** Phase 3: the commit; any answer but ok is settled by the remote message's state. */
+/**
+ * Phase 3: the commit, sent only after `job/relay_commit_sent` is on disk; any answer but
+ * ok is settled by the remote message's state. A `cannot find message` refuses this
+ * commit, so then only a commit of an earlier run can have gone through.
+ */
 async function commit(id: RemoteId): Promise<Ending> {
+  const wasSentBefore = hasCommitMarker();
+  writeFileDurably(COMMIT_SENT_FILE, id.full);
   const x = await postForm(id.full, { msg_id: id.shortId, _method: 'commit', x_format: 'json' });
   if (isReplyOf(x, 'ok')) return { type: 'relayed', remoteId: id.full };
-  if (isCannotFind(x)) return settle(id, `Remote message [${id.full}] cannot be found in prep`);
-  return settle(id, `Couldn't commit remote message [${id.full}]: ${describe(x)}`);
+  if (isCannotFind(x)) return settle(id, `Remote message [${id.full}] cannot be found in prep`, wasSentBefore);
+  return settle(id, `Couldn't commit remote message [${id.full}]: ${describe(x)}`, true);
 }
 
-/** One run, §8.2: checks, then the phases still to do. */
-async function relay(run: RelayRun): Promise<Ending> {
-  log(`cwd - ${process.cwd()}`);
-  if (run.count > MAX_COUNT) {
-    say(`run RQ_COUNT > ${MAX_COUNT} - failing`);
-    return { type: 'fail', reason: `RQ_COUNT > ${MAX_COUNT} FAIL` };
-  }
-  if (run.origMsgId.startsWith(run.dest)) return { type: 'fail', reason: 'Relay loop detected: RQ_DEST queue same as RQ_ORIG_MSG_ID' };
-  log(`dest - ${run.dest}`);
-  if (run.isForceRemote) log('FORCE REMOTE');
+/** The phases still to do: prep unless `job/relay_id` names a remote message, attachments, commit. */
+async function deliver(run: RelayRun): Promise<Ending> {
   const kept = readRelayId();
   if (kept !== undefined) log(`Reusing relay_id: ${kept.full}`);
   const id = kept ?? (await prep(run));
@@ -273,22 +290,71 @@ async function relay(run: RelayRun): Promise<Ending> {
   return (await sendAttachments(id)) ?? (await commit(id));
 }
 
+/**
+ * A soft fail, unless it is the last try (the queue would end the message as
+ * `HIT MAX RESEND COUNT`) and `job/relay_id` is kept: then the remote may hold the
+ * message, so end in err with its id.
+ */
+function softFail(run: RelayRun, reason: string): Ending {
+  const kept = run.count + 1 >= run.maxCount ? readRelayId() : undefined;
+  if (kept === undefined) return resend(reason);
+  return {
+    type: 'err',
+    reason: `${reason}; that was the last try (max_count ${run.maxCount}) and remote message [${kept.full}] may hold this message: check ${kept.full}/state.json before cloning`,
+  };
+}
+
+/** One run, §8.2: checks, then the phases still to do. */
+async function relay(run: RelayRun): Promise<Ending> {
+  log(`cwd - ${process.cwd()}`);
+  if (run.count > MAX_COUNT) {
+    say(PAST_MAX_COUNT_LINE);
+    return { type: 'fail', reason: `RQ_COUNT > ${MAX_COUNT} FAIL` };
+  }
+  if (run.origMsgId.startsWith(run.dest)) return { type: 'fail', reason: 'Relay loop detected: RQ_DEST queue same as RQ_ORIG_MSG_ID' };
+  log(`dest - ${run.dest}`);
+  if (run.isForceRemote) log('FORCE REMOTE');
+  const ending = await deliver(run);
+  return ending.type === 'resend' ? softFail(run, ending.reason) : ending;
+}
+
+/** The line on fd 3 for an ending. */
+function lineOf(run: RelayRun, ending: Ending): string {
+  switch (ending.type) {
+    case 'relayed':
+      return `relayed ${ending.remoteId}`;
+    case 'resend':
+      return resendLine(run.count, run.backoffSecs, ending.reason);
+    case 'fail':
+    case 'err':
+      return `${ending.type} ${ending.reason}`;
+  }
+}
+
 /** The worker: relay this message, report how it ended; the exit status is always 0 (§3.5). */
 export async function main(): Promise<number> {
+  let line: string;
   try {
+    const msg = readOwnMessage();
     const run: RelayRun = {
       dest: rqEnv('DEST'),
       origMsgId: rqEnv('ORIG_MSG_ID'),
       count: rubyToI(rqEnv('COUNT')),
+      msg,
+      maxCount: rubyToI(msg['max_count'] ?? 15),
       isForceRemote: rqEnv('FORCE_REMOTE') !== '',
       backoffSecs: secondsFromEnv('RELAY_BACKOFF_SECS', DEFAULT_BACKOFF_SECS),
     };
-    const ending = await relay(run);
-    if (ending.type === 'relayed') say(`relayed ${ending.remoteId}`);
-    else if (ending.type === 'fail') say(`fail ${ending.reason}`);
-    else say(`resend ${Math.round(run.count * run.count * run.backoffSecs)}-${ending.reason}`);
+    line = lineOf(run, await relay(run));
   } catch (e) {
-    say(`err relay failed: ${explain(e).replaceAll('\n', ': ')}`);
+    line = `err relay failed: ${explain(e).replaceAll('\n', ': ')}`;
+  }
+  try {
+    say(line);
+  } catch (e) {
+    const code = errnoCode(e);
+    if (code !== 'EPIPE' && code !== 'EBADF') throw e;
+    log(`fd 3 is closed (${code}): the local queue process is gone, and runs this message again once restarted`);
   }
   return 0;
 }

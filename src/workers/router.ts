@@ -7,17 +7,19 @@
  * selected host for `relay`.
  *
  * A rules file that is missing or invalid takes the queue DOWN: the worker writes
- * `config/rq_router.down` explaining what is wrong and how to recover, reports
+ * `config/rq_router.down` explaining what is wrong and how to recover (and that RQ's
+ * `rq_router_rules.rb` is not read, if that is there instead), reports
  * `err Bad rule file at: <path>` and exits 1, so no more messages run until an operator
- * has fixed the file and removed the flag. A message still routing after 60 s is given
- * up (exit 2).
+ * has fixed the file and removed the flag. A message that a `relay` or `balance` rule
+ * matches but that has no `dest` ends in `err`, as there is no queue to send it to. A
+ * message still routing after 60 s is given up (exit 2).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { explain } from '../domain/errors.js';
 import { installRoot } from '../lib/install-root.js';
 import { localTimestamp } from '../lib/local-time.js';
-import { ROUTER_LIMIT_SECS, loadRules, matchRule, selectHosts, transformDest, RULES_FILE_NAME, type Rule } from '../router/rules.js';
+import { ROUTER_LIMIT_SECS, RULES_FILE_NAME, loadRules, matchRule, rubyRulesWarning, selectHosts, transformDest, type Rule } from '../router/rules.js';
 import { queueLayout, rootLayout, type RootLayout } from '../store/layout.js';
 import { log, readOwnMessage, requestAsync, rqEnv, say } from './worker-io.js';
 
@@ -68,7 +70,7 @@ export async function main(): Promise<number> {
   try {
     rules = loadRules(file, process.env);
   } catch (e) {
-    const problem = explain(e);
+    const problem = [explain(e), rubyRulesWarning(root.configDir)].filter(Boolean).join('\n');
     log(problem);
     fs.writeFileSync(queueLayout(root, 'rq_router').downFlag, downText(root, file, problem));
     say(`err Bad rule file at: ${file}`);
@@ -79,12 +81,16 @@ export async function main(): Promise<number> {
   const rule = matchRule(rules, msg);
   log(`rule ${JSON.stringify(rule.name)} matched: ${rule.action}`);
   if (rule.log) logRoute(root, rule, msg);
+  const dest = text(msg['dest']);
+  if ((rule.action === 'balance' || rule.action === 'relay') && dest.trim() === '') {
+    say('err message has no dest to route');
+    return 1;
+  }
   if (rule.delay > 0) {
     say(`run router delay ${rule.delay} seconds`);
     await new Promise((resolve) => setTimeout(resolve, rule.delay * 1000));
   }
 
-  const dest = text(msg['dest']);
   switch (rule.action) {
     case 'done':
       say('done router processed a done');

@@ -7,34 +7,32 @@
  * else is `resend <count² × 60>-<reason>`, so the message is tried again later; after
  * the 16th resend (`RQ_COUNT` > 15) it reports `fail` and ends in `err`.
  *
+ * The payload is read from the message itself (`../msg`), not from `RQ_PARAM2`: Linux
+ * limits one environment variable to 128 KiB, and a snapshot can be bigger. A URL that
+ * is not http or https can never succeed, so it ends in `err` at once (RQ resent it 15
+ * times); the engine refuses such a `post_run_webhook` already, so only a message sent
+ * to this queue by hand can have one.
+ *
  * Beyond RQ, two variables of the webhook queue's `env_vars` tune it:
- * `WEBHOOK_BACKOFF_SECS` (the 60 of the backoff, default 60) and `WEBHOOK_TIMEOUT_SECS`
- * (how long one POST may take before it counts as a failure, default 30).
+ * `WEBHOOK_BACKOFF_SECS` (the 60 of the backoff, ≥ 0, default 60) and
+ * `WEBHOOK_TIMEOUT_SECS` (how long one POST may take before it counts as a failure,
+ * > 0, default 30).
  */
 import http from 'node:http';
 import https from 'node:https';
-import { coerceError } from '../domain/errors.js';
+import { RqError, coerceError } from '../domain/errors.js';
+import { fieldText, httpUrl } from '../domain/message.js';
 import { rubyToI } from '../domain/ruby.js';
-import { log, rqEnv, say, secondsFromEnv } from './worker-io.js';
-
-/** RQ's limit: a webhook that has been resent more often than this fails. */
-const MAX_COUNT = 15;
+import { MAX_COUNT, PAST_MAX_COUNT_LINE, log, readOwnMessage, resendLine, rqEnv, say, secondsFromEnv } from './worker-io.js';
 
 type PostResult = { ok: true; code: number } | { ok: false; reason: string };
 
-/** POST the form to `url`; a network error, a bad URL or no answer within `timeoutMs` is a failure. */
-function post(url: string, payload: string, timeoutMs: number): Promise<PostResult> {
+/** POST the form to `target`; a network error or no answer within `timeoutMs` is a failure. */
+function post(url: string, target: URL, payload: string, timeoutMs: number): Promise<PostResult> {
   const unreachable = (detail: string): PostResult => {
     log(`cannot POST to ${url}: ${detail}`);
     return { ok: false, reason: `Could not connect to or parse URL: ${url}` };
   };
-  let target: URL;
-  try {
-    target = new URL(url);
-  } catch {
-    return Promise.resolve(unreachable('not a URL'));
-  }
-  if (target.protocol !== 'http:' && target.protocol !== 'https:') return Promise.resolve(unreachable('not an http or https URL'));
   const body = new URLSearchParams({ x_format: 'json', payload }).toString();
   return new Promise((resolve) => {
     const headers = { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body), Connection: 'close' };
@@ -58,23 +56,29 @@ export async function main(): Promise<number> {
   try {
     backoffSecs = secondsFromEnv('WEBHOOK_BACKOFF_SECS', 60);
     timeoutSecs = secondsFromEnv('WEBHOOK_TIMEOUT_SECS', 30);
+    if (timeoutSecs <= 0) throw new RqError('RQ_CONFIG', `WEBHOOK_TIMEOUT_SECS must be a number of seconds above 0, got ${JSON.stringify(process.env['WEBHOOK_TIMEOUT_SECS'])}`);
   } catch (e) {
     say(`err bad webhook queue env_vars: ${coerceError(e).message}`);
     return 1;
   }
   const url = rqEnv('PARAM1');
+  const target = httpUrl(url);
+  if (target === undefined) {
+    say(`err not an http or https URL: ${url}`);
+    return 0;
+  }
   log(`POST to ${url}`);
-  const result = await post(url, rqEnv('PARAM2'), timeoutSecs * 1000);
+  const result = await post(url, target, fieldText(readOwnMessage()['param2']), timeoutSecs * 1000);
   if (result.ok) {
     say(`done successfull post ${result.code}`);
     return 0;
   }
   const count = rubyToI(rqEnv('COUNT'));
   if (count > MAX_COUNT) {
-    say(`run RQ_COUNT > ${MAX_COUNT} - failing`);
+    say(PAST_MAX_COUNT_LINE);
     say(`fail RQ_COUNT > ${MAX_COUNT} - failing`);
     return 0;
   }
-  say(`resend ${Math.round(count * count * backoffSecs)}-${result.reason}`);
+  say(resendLine(count, backoffSecs, result.reason));
   return 0;
 }

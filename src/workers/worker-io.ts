@@ -3,8 +3,10 @@
  * written in Node (relay, webhook, cleaner, router). A worker runs with cwd `job/` of its
  * message: it reports lines on fd 3, reads the replies to two-way requests (`dup`) on
  * fd 4, logs to stdout (appended to `job/stdio.log`) in RQ's coloured format, and reads
- * its message from `../msg`. fd 3 and 4 are blocking in the child, so the synchronous
- * calls here are the simple and correct way to use them.
+ * its message from `../msg`. Lines go out on fd 3 with synchronous writes (fd 3 is
+ * blocking in the child, and a line is out before the worker goes on); a reply on fd 4 is
+ * awaited without blocking the event loop (`requestAsync`). It also holds what RQ's relay
+ * and webhook scripts share: the RQ_COUNT limit and the count² backoff of a resend.
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -15,19 +17,6 @@ import { localTimestamp } from '../lib/local-time.js';
 /** One protocol line on fd 3 (a newline inside `text` would start a second line). */
 export function report(line: string): void {
   fs.writeSync(3, `${line.replace(/[\r\n]+/g, ' ')}\n`);
-}
-
-/** A two-way request such as `dup 0-X-<dest>`: the reply line read back from fd 4. */
-export function request(line: string): string {
-  report(line);
-  const byte = Buffer.alloc(1);
-  const bytes: number[] = [];
-  for (;;) {
-    const n = fs.readSync(4, byte, 0, 1, null);
-    if (n === 0 || byte[0] === 0x0a) break;
-    bytes.push(byte[0] as number);
-  }
-  return Buffer.from(bytes).toString('utf8');
 }
 
 /** `ESC[0;36m<pid> - <time>ESC[0m - <text>` on stdout, the line format of RQ's own scripts. */
@@ -58,6 +47,20 @@ export function secondsFromEnv(name: string, fallback: number): number {
   return n;
 }
 
+/** RQ's limit in its relay and webhook scripts: a message resent more often than this (`RQ_COUNT` > 15) fails. */
+export const MAX_COUNT = 15;
+
+/** The progress line those scripts write before they fail a message past MAX_COUNT (each then writes its own `fail …`). */
+export const PAST_MAX_COUNT_LINE = `run RQ_COUNT > ${MAX_COUNT} - failing`;
+
+/**
+ * RQ's soft fail of those scripts: `resend <count² × baseSecs>-<reason>`, so the tries of
+ * a message come after 0, 1, 4, 9… × baseSecs seconds (`count` is `RQ_COUNT`).
+ */
+export function resendLine(count: number, baseSecs: number, reason: string): string {
+  return `resend ${Math.round(count * count * baseSecs)}-${reason}`;
+}
+
 /** `report` a line and `log` it too, as RQ's own scripts did with every status line. */
 export function say(line: string): void {
   log(line);
@@ -67,10 +70,10 @@ export function say(line: string): void {
 let replies: { socket: net.Socket; lines: AsyncIterator<string> } | undefined;
 
 /**
- * `request`, but the reply is awaited without blocking the event loop, so a timer can
- * still end the worker meanwhile (the router's 60 s limit). fd 4 is read through a socket
- * (non-blocking: only this process has this end), which holds the process open only
- * while a reply is awaited. Do not mix with `request` in one worker.
+ * A two-way request such as `dup 0-X-<dest>`: the reply line read back from fd 4. It is
+ * awaited without blocking the event loop, so a timer can still end the worker meanwhile
+ * (the router's 60 s limit). fd 4 is read through a socket (non-blocking: only this
+ * process has this end), which holds the process open only while a reply is awaited.
  */
 export async function requestAsync(line: string): Promise<string> {
   if (!replies) {

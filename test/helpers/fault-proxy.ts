@@ -9,7 +9,9 @@
  *   connection, so the client never learns the outcome.
  * While a strike is under way new requests wait, so the client's next step always meets
  * its effect. A request the remote does not take (it is down) has its connection
- * dropped, as a dead host's would be.
+ * dropped, as a dead host's would be. A strike that throws is recorded (`seen`), the
+ * connection it struck at is dropped (unless its reply is already out), and later
+ * requests pass as usual.
  *
  * The proxy is the remote's public address: the remote's full ids in reply bodies are
  * rewritten to name the proxy (as a remote whose `host`/`port` named a proxy in front of
@@ -30,12 +32,17 @@ export interface Fault {
 export interface FaultProxy {
   /** `http://127.0.0.1:<port>`, no trailing slash. */
   origin: string;
-  /** Whether the fault has struck (it strikes once). */
-  hasStruck(): boolean;
-  /** What happened to each request: `<METHOD> <path> <status>`, or `… dropped`. */
+  /**
+   * What happened, in order: each request as `<METHOD> <path> <status> <start of the
+   * reply body>` or `<METHOD> <path> dropped`, and the strike as `strike` once it is
+   * over (or `strike failed: <error>`).
+   */
   readonly seen: readonly string[];
   close(): Promise<void>;
 }
+
+/** The strike's entry in `seen`, when it went through. */
+export const STRUCK = 'strike';
 
 const HOP_BY_HOP = ['connection', 'keep-alive', 'transfer-encoding', 'content-length'];
 
@@ -48,15 +55,23 @@ function withoutHopByHop(headers: http.IncomingHttpHeaders): http.OutgoingHttpHe
 /** Start the proxy in front of the web on 127.0.0.1:`upstreamPort`. */
 export async function startFaultProxy(upstreamPort: number, fault: Fault): Promise<FaultProxy> {
   let isArmed = true;
-  let struck = false;
-  /** Resolves when no strike is under way. */
+  /** Resolves when no strike is under way; never rejects. */
   let gate: Promise<void> = Promise.resolve();
   const seen: string[] = [];
-  const strike = (after: Promise<unknown> = Promise.resolve()): Promise<void> => {
-    gate = after.then(fault.strike).then(() => {
-      struck = true;
-    });
-    return gate;
+  /** Strike once `after` has happened; resolves to whether the strike went through. */
+  const strike = (after: Promise<unknown> = Promise.resolve()): Promise<boolean> => {
+    const done = after.then(fault.strike).then(
+      () => {
+        seen.push(STRUCK);
+        return true;
+      },
+      (e: unknown) => {
+        seen.push(`strike failed: ${e instanceof Error ? e.message : String(e)}`);
+        return false;
+      },
+    );
+    gate = done.then(() => undefined);
+    return done;
   };
 
   const server = http.createServer((req, res) => {
@@ -89,7 +104,8 @@ export async function startFaultProxy(upstreamPort: number, fault: Fault): Promi
             'latin1',
           );
           const status = reply.statusCode ?? 502;
-          seen.push(`${method} ${target} ${status}`);
+          seen.push(`${method} ${target} ${status} ${body.subarray(0, 60).toString('latin1')}`);
+          // The reply has reached the client by the strike, so a failed one has nothing to drop.
           if (isTarget && fault.when === 'after-reply') void strike(new Promise((r) => res.once('finish', r)));
           res.writeHead(status, { ...withoutHopByHop(reply.headers), 'content-length': body.length });
           res.end(body);
@@ -97,13 +113,15 @@ export async function startFaultProxy(upstreamPort: number, fault: Fault): Promi
       });
       const when = fault.when;
       let passed = 0;
+      let isMidBodyArmed = isTarget && typeof when === 'object';
       const counter = new Transform({
         transform(chunk: Buffer, _enc, done: TransformCallback) {
           passed += chunk.length;
-          if (isTarget && typeof when === 'object' && !struck && passed >= when.bodyBytes) {
+          if (isMidBodyArmed && typeof when === 'object' && passed >= when.bodyBytes) {
+            isMidBodyArmed = false;
             // The bytes up to here reach the remote before it is struck.
             this.push(chunk);
-            void strike(new Promise((r) => setImmediate(r))).then(() => done(), done);
+            void strike(new Promise((r) => setImmediate(r))).then((isStruck) => done(isStruck ? null : new Error('the strike failed')));
             return;
           }
           done(null, chunk);
@@ -118,7 +136,6 @@ export async function startFaultProxy(upstreamPort: number, fault: Fault): Promi
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     origin,
-    hasStruck: () => struck,
     seen,
     close: () =>
       new Promise((resolve) => {

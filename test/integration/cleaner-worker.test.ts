@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { finishedLongAgo } from '../helpers/finished-messages.js';
 import { REPO, TestRoot, useTestRoot, waitFor } from '../helpers/install.js';
 
 const root = useTestRoot();
@@ -78,5 +79,25 @@ describe('the cleaner queue', () => {
     expect(await counts('b')).toMatchObject({ done: 0 });
     expect(await counts('cleaner')).toMatchObject({ done: 0, err: 1 });
     expect(((await t.rpc('down', 'num_messages', {})) as Record<string, number>)['done']).toBe(1);
+  });
+
+  it('skips a queue that goes DOWN during its clean, saying what was removed before it stopped', async () => {
+    t.addQueue({ name: 'w', script: 'done.sh' });
+    const ids = finishedLongAgo(t.queueDir('w'), 3_000, 10);
+    await Promise.all([t.start('cleaner'), t.start('w')]);
+    const id = await t.send('cleaner', { param1: 'w' });
+    // The trash is made by the first message a clean takes.
+    await waitFor(() => fs.existsSync(path.join(t.queueDir('w'), '.trash')), 10_000, 'the clean of w to start');
+    const pid = t.pidIn('queues/w/queue.pid')!;
+    process.kill(pid, 'SIGSTOP');
+    fs.writeFileSync(path.join(t.root, 'config/w.down'), '');
+    process.kill(pid, 'SIGCONT');
+    await t.waitState('cleaner', id, 'done', 15_000);
+    const left = (await counts('w'))['done']!;
+    expect(left).toBeGreaterThan(0);
+    const view = await t.message('cleaner', id);
+    expect(view['status']).toBe('done - successfully ran this script');
+    const log = fs.readFileSync(path.join(t.root, view['path'] as string, 'job/stdio.log'), 'utf8');
+    expect(log).toMatch(new RegExp(`w: skipped, status: DOWN after it removed done ${ids.length - left} \\(`));
   });
 });

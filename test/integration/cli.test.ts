@@ -183,6 +183,22 @@ describe('bin/rq round trips', () => {
     expect(r).toMatchObject({ code: 1, stdout: 'fail bad router rules file\n' });
     expect(r.stderr.startsWith(`${missing}: cannot read the rules file: ENOENT`)).toBe(true);
   });
+
+  it('verify_rules refuses RQ\'s Ruby rules, by name or by text, pointing to the JSON form; every problem is one line', async () => {
+    const notRead = "RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (README: The router)";
+    const ruby = 'rule "stats"\naction :relay\ndest /^stats/\nroute "h1"\n\n';
+    for (const name of ['rq_router_rules.rb', 'rules.json']) {
+      const file = path.join(t.root, name);
+      fs.writeFileSync(file, ruby);
+      expect(await rq('verify_rules', '--path', file), name).toEqual({ code: 1, stdout: 'fail bad router rules file\n', stderr: `${file}: ${notRead}\n` });
+    }
+    const broken = path.join(t.root, 'broken.json');
+    fs.writeFileSync(broken, '[{"name": "r",\n"dest"}]');
+    const r = await rq('verify_rules', '--path', broken);
+    expect(r).toMatchObject({ code: 1, stdout: 'fail bad router rules file\n' });
+    expect(r.stderr.startsWith(`${broken}: not valid JSON: `)).toBe(true);
+    expect(r.stderr.split('\n')).toHaveLength(2); // one line, then the end of it
+  });
 });
 
 describe('bin/rq failures', () => {

@@ -3,8 +3,9 @@
  * relay queues, libexec/rq_router_script), a rules file in config/, real queue processes,
  * and what an operator sees: each rule's action (done, err, balance and relay through
  * `dup` into the local relay queue, which is paused so the copies wait there), the
- * router log, a conditional action and a delay, dup failures, and a missing or invalid
- * rules file taking the rq_router queue DOWN until the file is fixed and the flag removed.
+ * router log, a conditional action and a delay, dup failures, a message without a dest,
+ * and a missing or invalid rules file taking the rq_router queue DOWN (one message ends
+ * in err, the others wait) until the file is fixed and the flag removed.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -117,6 +118,14 @@ describe('actions', () => {
     expect((await route({ dest: 'all' }, 'err')).status).toBe('err - DUP relay failed - dup failed - status: DOWN');
   });
 
+  it('a message without a dest ends in err instead of being sent to /q/', async () => {
+    writeRules([{ name: 'spread', action: 'balance', src: '^web', route: ['h1'] }]);
+    await startRouter();
+    expect((await route({ dest: '', src: 'web1' }, 'err')).status).toBe('err - message has no dest to route');
+    expect((await route({ dest: null, src: 'web2' }, 'err')).status).toBe('err - message has no dest to route');
+    expect(await t.rpc('relay', 'num_messages', '')).toMatchObject({ prep: 0, que: 0 });
+  });
+
   it('resolves a conditional action from the rq_router queue’s environment, and waits the delay first', async () => {
     writeRules([{ name: 'prod only', action: { env: 'ROUTE_MODE', equals: 'prod', then: 'err', else: 'done' }, dest: 'x', delay: 1 }]);
     setEnvVars(t, 'rq_router', { ROUTE_MODE: 'prod' });
@@ -130,14 +139,18 @@ describe('actions', () => {
 describe('a bad rules file', () => {
   const downFlag = (): string => path.join(t.root, 'config/rq_router.down');
 
+  /** The status of a message in err, from its file (a DOWN queue answers no message RPC). */
+  function errStatus(id: string): unknown {
+    return JSON.parse(fs.readFileSync(path.join(t.queueDir('rq_router'), 'err', id, 'status'), 'utf8'));
+  }
+
   /** Route one message into a broken router: it ends in err and the queue goes DOWN. */
   async function breakRouter(): Promise<string> {
     await startRouter();
     const id = await t.send('rq_router', { dest: 'q1' });
     await waitFor(async () => JSON.stringify(await t.rpc('rq_router', 'status', '')) === '["DOWN"]', 10_000, 'rq_router to go DOWN');
     await waitFor(async () => JSON.stringify(await t.rpc('rq_router', 'messages', { state: 'err' })).includes(id), 10_000, 'the message to reach err');
-    const status = JSON.parse(fs.readFileSync(path.join(t.queueDir('rq_router'), 'err', id, 'status'), 'utf8')) as unknown;
-    expect(status).toEqual({ job_status: `Bad rule file at: ${rulesFile}` });
+    expect(errStatus(id)).toEqual({ job_status: `Bad rule file at: ${rulesFile}` });
     expect(await t.rpc('rq_router', 'create_message', { dest: 'q1' })).toEqual(['fail', 'status: DOWN']);
     return id;
   }
@@ -146,8 +159,17 @@ describe('a bad rules file', () => {
     await breakRouter();
     const text = fs.readFileSync(downFlag(), 'utf8');
     expect(text).toMatch(/^bad rules file\n/);
-    expect(text).toContain(`${rulesFile}: cannot read the rules file: ENOENT`);
+    expect(text).toContain(`\n${rulesFile}: cannot read the rules file: ENOENT: no such file or directory, open '${rulesFile}'\n\n`);
     expect(text).toContain(`bin/rq verify_rules --path ${rulesFile}`);
+  });
+
+  it('says so when RQ’s Ruby rules are there instead', async () => {
+    const ruby = path.join(t.root, 'config/rq_router_rules.rb');
+    fs.writeFileSync(ruby, 'rule "default"\naction :err\n\n');
+    await breakRouter();
+    expect(fs.readFileSync(downFlag(), 'utf8')).toContain(
+      `\n${ruby} is ignored, so this host is not in router mode: RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (README: The router)\n`,
+    );
   });
 
   it('an invalid file does too; fixed, with the flag removed, the queue routes again', async () => {
@@ -160,5 +182,29 @@ describe('a bad rules file', () => {
     await waitFor(async () => JSON.stringify(await t.rpc('rq_router', 'status', '')) === '["UP"]', 10_000, 'rq_router to come UP');
     expect(await t.statusOf('rq_router', broken)).toBe(`err - Bad rule file at: ${rulesFile}`);
     expect((await route({ dest: 'q1' }, 'done')).status).toBe('done - router processed a done');
+  });
+
+  it('with several messages waiting, exactly one ends in err and the others stay in que', async () => {
+    writeRules([{ name: 'typo', action: 'drop', dest: 'q1' }]);
+    const pauseFlag = path.join(t.root, 'config/rq_router.pause');
+    fs.writeFileSync(pauseFlag, '');
+    await startRouter();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await t.send('rq_router', { dest: 'q1' }));
+    fs.rmSync(pauseFlag);
+    // Only `num_messages` from here on: `status` and `stats` re-read the flag files, which
+    // would stop the queue after the fact and hide a second message started meanwhile.
+    const counts = async (): Promise<unknown> => t.rpc('rq_router', 'num_messages', '');
+    await waitFor(async () => ((await counts()) as { err: number }).err > 0, 10_000, 'a message to reach err');
+    expect(await counts()).toEqual({ prep: 0, que: 4, run: 0, done: 0, relayed: 0, err: 1 });
+    expect(fs.existsSync(downFlag())).toBe(true);
+    const [failed] = (await t.rpc('rq_router', 'messages', { state: 'err' })) as { msg_id: string }[];
+    expect(ids).toContain(failed!.msg_id);
+    expect(errStatus(failed!.msg_id)).toEqual({ job_status: `Bad rule file at: ${rulesFile}` });
+
+    // Fixed, with the flag removed, the waiting messages are routed.
+    writeRules([{ name: 'typo', action: 'done', dest: 'q1' }]);
+    fs.rmSync(downFlag());
+    for (const id of ids.filter((i) => i !== failed!.msg_id)) await t.waitState('rq_router', id, 'done');
   });
 });

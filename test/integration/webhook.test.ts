@@ -4,7 +4,8 @@
  * on 127.0.0.1 in the test. What the receiver gets (the form `x_format=json&payload=…`),
  * RQ's status texts, retries with the count² backoff (its base set through the queue's
  * env_vars so the test retries fast), timeouts, the give-up after 15 resends, and the
- * queue engine's trigger: a message with `post_run_webhook` that ends done or err.
+ * queue engine's trigger: a message with `post_run_webhook` that ends done, relayed or
+ * err (not one that is resent), and the check of `post_run_webhook` when it is created.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -116,14 +117,21 @@ describe('the webhook worker', () => {
     expect(Number(msg['due'])).toBeGreaterThanOrEqual(Math.floor(before) + 240);
   });
 
-  it('a receiver that cannot be reached, or a URL that is not one, is retried with RQ’s text', async () => {
+  it('a receiver that cannot be reached is retried with RQ’s text', async () => {
     const { rx, url } = await receiver(200);
     await rx.close();
     await startWebhook();
     const closed = await t.send('webhook', { param1: url, param2: '{}', count: 1 });
     expect(await t.waitState('webhook', closed, 'que')).toBe(`que - 60-Could not connect to or parse URL: ${url}`);
-    const garbage = await t.send('webhook', { param1: 'not a url', param2: '{}', count: 1 });
-    expect(await t.waitState('webhook', garbage, 'que')).toBe('que - 60-Could not connect to or parse URL: not a url');
+  });
+
+  it('a URL that is not http or https is an err at once, not retried', async () => {
+    await startWebhook();
+    for (const url of ['not a url', 'ftp://127.0.0.1/hook']) {
+      const id = await t.send('webhook', { param1: url, param2: '{}', count: 1 });
+      expect(await t.waitState('webhook', id, 'err')).toBe(`err - not an http or https URL: ${url}`);
+      expect(await t.message('webhook', id)).toMatchObject({ count: 1 });
+    }
   });
 
   it('gives up on a receiver that does not answer within WEBHOOK_TIMEOUT_SECS, and tries again', async () => {
@@ -147,11 +155,15 @@ describe('the webhook worker', () => {
     expect(log).toContain(' - fail RQ_COUNT > 15 - failing\n');
   });
 
-  it('a bad WEBHOOK_BACKOFF_SECS is an err that names it', async () => {
+  it.each<[string, string, string]>([
+    ['WEBHOOK_BACKOFF_SECS', 'soon', 'WEBHOOK_BACKOFF_SECS must be a number of seconds, 0 or more, got "soon"'],
+    // A POST needs some time.
+    ['WEBHOOK_TIMEOUT_SECS', '0', 'WEBHOOK_TIMEOUT_SECS must be a number of seconds above 0, got "0"'],
+  ])('a bad %s (%j) is an err that names it', async (variable, value, problem) => {
     const { rx, url } = await receiver(200);
-    await startWebhook({ WEBHOOK_BACKOFF_SECS: 'soon' });
+    await startWebhook({ [variable]: value });
     const id = await t.send('webhook', { param1: url, param2: '{}' });
-    expect(await t.waitState('webhook', id, 'err')).toBe('err - bad webhook queue env_vars: WEBHOOK_BACKOFF_SECS must be a number of seconds, 0 or more, got "soon"');
+    expect(await t.waitState('webhook', id, 'err')).toBe(`err - bad webhook queue env_vars: ${problem}`);
     expect(rx.requests).toHaveLength(0);
   });
 });
@@ -190,5 +202,60 @@ describe('post_run_webhook', () => {
     }
     expect(rx.requests.every((r) => new URLSearchParams(r.body).get('x_format') === 'json')).toBe(true);
     await waitFor(async () => JSON.stringify(await t.rpc('webhook', 'num_messages', '')).includes('"done":3'), 10_000, 'the three webhook messages to be done');
+    expect(rx.requests).toHaveLength(3);
+  });
+
+  it('a message that ends relayed is POSTed too; one that is resent is not, until it finishes', async () => {
+    const { rx, url } = await receiver(200);
+    await startWebhook();
+    fs.writeFileSync(path.join(t.root, 'relays.sh'), '#!/bin/sh\necho "relayed http://elsewhere/q/x/1" >&3\n', { mode: 0o755 });
+    t.addQueue({ name: 'relaying', script: './relays.sh' });
+    t.addQueue({ name: 'again', script: 'resend.sh' });
+    await t.start('relaying');
+    await t.start('again');
+    const relayed = await t.send('relaying', { post_run_webhook: [`${url}?relayed`] });
+    // resend.sh resends once (→ que), then is done.
+    const resent = await t.send('again', { param1: '1', post_run_webhook: [`${url}?again`] });
+    await t.waitState('again', resent, 'done');
+    await t.waitState('relaying', relayed, 'relayed');
+    const webhookCounts = async (): Promise<Record<string, number>> => (await t.rpc('webhook', 'num_messages', '')) as Record<string, number>;
+    await waitFor(async () => (await webhookCounts())['done'] === 2, 10_000, 'two webhook messages done');
+    expect(await webhookCounts()).toEqual({ prep: 0, que: 0, run: 0, done: 2, err: 0, relayed: 0 });
+    expect(rx.requests).toHaveLength(2);
+    const snapshots = Object.fromEntries(rx.requests.map((r) => [r.url, JSON.parse(new URLSearchParams(r.body).get('payload')!) as Record<string, unknown>]));
+    expect(snapshots['/hook?relayed']).toMatchObject({ msg_id: `http://127.0.0.1:3333/q/relaying/${relayed}`, state: 'relayed' });
+    expect(snapshots['/hook?again']).toMatchObject({ msg_id: `http://127.0.0.1:3333/q/again/${resent}`, state: 'done', count: 1 });
+  });
+
+  // The snapshot is over Linux's limit for one environment variable: the engine gives
+  // RQ_PARAM2 as '' (a spawn with it would fail with E2BIG) and the worker reads `../msg`.
+  it('a snapshot over Linux’s 128 KiB limit for one environment variable is POSTed whole', async () => {
+    const { rx, url } = await receiver(200);
+    await startWebhook();
+    t.addQueue({ name: 'ok', script: 'done.sh' });
+    await t.start('ok');
+    // Each param fits in the message's own run; the snapshot of both does not fit in one variable.
+    const half = 'x'.repeat(100 * 1024);
+    const id = await t.send('ok', { param1: half, param3: half, post_run_webhook: [url] });
+    await t.waitState('ok', id, 'done');
+    const finished = async (): Promise<Array<{ msg_id: string; status: string }>> =>
+      ((await t.rpc('webhook', 'messages', { state: 'done', offset: 0 })) as Array<{ msg_id: string; status: string }>).concat(
+        (await t.rpc('webhook', 'messages', { state: 'err', offset: 0 })) as Array<{ msg_id: string; status: string }>,
+      );
+    await waitFor(async () => (await finished()).length === 1, 10_000, 'the webhook message to finish');
+    expect((await finished())[0]!.status).toBe('done - successfull post 200');
+    expect(rx.requests).toHaveLength(1);
+    expect(JSON.parse(new URLSearchParams(rx.requests[0]!.body).get('payload')!)).toMatchObject({ param1: half, param3: half, state: 'done' });
+  });
+
+  it('a post_run_webhook that is not an array of http(s) URLs is refused when the message is created', async () => {
+    t.addQueue({ name: 'ok', script: 'done.sh' });
+    await t.start('ok');
+    // RQ stored a single URL and never called it.
+    expect(await t.rpc('ok', 'create_message', { dest: 'ok', post_run_webhook: 'http://127.0.0.1/hook' })).toEqual([
+      'fail',
+      'Expected "post_run_webhook" to be an array of http or https URLs, got "http://127.0.0.1/hook"',
+    ]);
+    expect(await t.rpc('ok', 'num_messages', {})).toMatchObject({ prep: 0, que: 0, run: 0, done: 0 });
   });
 });

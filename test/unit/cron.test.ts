@@ -10,9 +10,12 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CronSchedule, compileCron, instantOf, wallOf } from '../../src/queue/cron.js';
+import { RqError } from '../../src/domain/errors.js';
 import type { ScheduleEntry } from '../../src/domain/queue-config.js';
 
 const TZ = 'America/New_York';
+/** Message ids, unique across the schedules of a test as the queue's are. */
+let made = 0;
 const iso = (sec: number): string => new Date(sec * 1000).toISOString().replace('.000Z', 'Z');
 
 let dir: string;
@@ -26,12 +29,12 @@ function entry(cron: string, extra: Partial<ScheduleEntry> = {}): ScheduleEntry 
 }
 
 /** A schedule on a hand-driven clock; `fired` collects every message made, as ISO due times. */
-function schedule(entries: ScheduleEntry[], startAt: string, opts: { up?: () => boolean } = {}) {
+function schedule(entries: ScheduleEntry[], startAt: string, opts: { up?: () => boolean; beforeCommit?: () => void } = {}) {
   let now = Date.parse(startAt);
   const fired: string[] = [];
   const inputs: Array<Record<string, unknown>> = [];
   const prepped = new Map<string, Record<string, unknown>>();
-  let n = 0;
+  const committed = new Set<string>();
   const s = new CronSchedule({
     queue: 'q',
     file: path.join(dir, 'cron.json'),
@@ -40,11 +43,15 @@ function schedule(entries: ScheduleEntry[], startAt: string, opts: { up?: () => 
     now: () => now,
     isUp: opts.up ?? (() => true),
     prep: async (input) => {
-      const id = `m${++n}`;
+      const id = `m${++made}`;
       prepped.set(id, input);
       return id;
     },
     commit: async (id) => {
+      opts.beforeCommit?.();
+      // As the queue's commit: only a message still in prep.
+      if (!prepped.has(id) || committed.has(id)) throw new RqError('RQ_NOT_IN_STATE', 'cannot find message');
+      committed.add(id);
       const input = prepped.get(id) as Record<string, unknown>;
       inputs.push(input);
       fired.push(iso(input['due'] as number));
@@ -58,7 +65,7 @@ function schedule(entries: ScheduleEntry[], startAt: string, opts: { up?: () => 
     prepped,
     /** Step the clock to `until` in 20 s steps, checking at each. */
     async run(until: string): Promise<void> {
-      await s.start([]);
+      await s.start();
       const end = Date.parse(until);
       while (now < end) {
         now += 20_000;
@@ -157,15 +164,45 @@ describe('cron schedule', () => {
     expect(errors[4]).toBeUndefined();
   });
 
-  it('a fire cut short between prep and commit is committed at start-up, not repeated', async () => {
+  it('a fire cut short between its record and its commit is committed at start-up, not made again', async () => {
+    const due = Date.parse('2026-07-01T16:00:00Z');
+    const key = `0 12 * * * ${JSON.stringify(entry('0 12 * * *').params)}`;
+    fs.writeFileSync(path.join(dir, 'cron.json'), JSON.stringify({ [key]: { wall: due - 4 * 3_600_000, at: due, pending: 'left' } }));
     const c = schedule([entry('0 12 * * *')], '2026-07-01T15:59:30Z');
-    const due = Date.parse('2026-07-01T16:00:00Z') / 1000;
-    const leftover = { msg_id: 'x', dest: 'q', src: 'cron', param1: 'p', param2: null, param3: null, param4: null, due };
+    const leftover = { dest: 'q', src: 'cron', param1: 'p', param2: null, param3: null, param4: null, due: due / 1000 };
     c.prepped.set('left', leftover);
-    await c.s.start([{ id: 'left', msg: leftover }]);
-    expect(c.fired).toEqual(['2026-07-01T16:00:00Z']);
     await c.run('2026-07-01T16:02:00Z');
+    expect(c.inputs).toEqual([leftover]);
+    expect(c.prepped.size).toBe(1); // no new message was made
+  });
+
+  it('a failed commit is retried at the next check, and the due time is not fired twice', async () => {
+    let failures = 1;
+    const c = schedule([entry('0 12 * * *')], '2026-07-01T15:59:00Z', {
+      beforeCommit: () => {
+        if (failures-- > 0) throw new Error('disk full');
+      },
+    });
+    await c.run('2026-07-01T16:01:00Z');
     expect(c.fired).toEqual(['2026-07-01T16:00:00Z']);
+    expect(c.prepped.size).toBe(1);
+  });
+
+  it('drops a malformed record with a warning instead of failing', async () => {
+    fs.writeFileSync(path.join(dir, 'cron.json'), JSON.stringify({ x: { wall: 'oops', at: 1 } }));
+    const c = schedule([entry('0 12 * * *')], '2026-07-01T15:59:00Z');
+    await c.run('2026-07-01T16:01:00Z');
+    expect(c.fired).toEqual(['2026-07-01T16:00:00Z']);
+    expect(c.s.describe()[0]!.last).toBe(Date.parse('2026-07-01T16:00:00Z') / 1000);
+  });
+
+  it('missed "once" on the day clocks go forward waits for the shifted time', async () => {
+    const first = schedule([entry('30 2 * * *', { missed: 'once' })], '2026-03-07T07:29:00Z');
+    await first.run('2026-03-07T07:31:00Z');
+    expect(first.fired).toEqual(['2026-03-07T07:30:00Z']);
+    const next = schedule([entry('30 2 * * *', { missed: 'once' })], '2026-03-08T06:50:00Z');
+    await next.run('2026-03-08T07:40:00Z');
+    expect(next.fired).toEqual(['2026-03-08T07:30:00Z']);
   });
 
   it('accepts RQ aliases and names', () => {

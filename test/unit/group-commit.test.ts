@@ -1,7 +1,8 @@
-// The group committer's journal (src/store/group-commit.ts): ops append their lines in
+// The group committer (src/store/group-commit.ts): ops append their journal lines in
 // order, and a replacement of the file (the que index compaction) runs only between two
 // flushes, after the ops before it have resolved, so no flushed line is lost with the
-// old file and no fsync is left pending on a closed descriptor.
+// old file and no fsync is left pending on a closed descriptor. A directory removed and
+// made again (the cleaner prunes done/ minute directories) is fsynced as the new one.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -70,5 +71,23 @@ describe('group commit journal', () => {
     await c.commit({ journal: 'z\n' });
     expect(fs.readFileSync(file, 'utf8')).toBe('old\nz\n');
     expect(c.journalLines()).toBe(2);
+  });
+
+  it.skipIf(!fs.existsSync('/proc/self/fd'))('fsyncs a directory made again after its removal, not the deleted one', async () => {
+    const sub = path.join(dir, 'minute');
+    fs.mkdirSync(sub);
+    await c.commit({ syncDirs: [sub] });
+    fs.rmdirSync(sub);
+    fs.mkdirSync(sub);
+    await c.commit({ syncDirs: [sub] });
+    const open = fs.readdirSync('/proc/self/fd').map((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/self/fd/${fd}`);
+      } catch {
+        return '';
+      }
+    });
+    expect(open).not.toContain(`${sub} (deleted)`);
+    expect(open).toContain(sub);
   });
 });

@@ -6,6 +6,7 @@ import {
   fullId,
   hashParts,
   hostUrl,
+  idTimeMs,
   idTimestamp,
   isSafeId,
   isShortId,
@@ -39,6 +40,19 @@ describe('idTimestamp', () => {
     const times = [Date.UTC(2026, 0, 1, 9, 59, 59, 999), Date.UTC(2026, 0, 1, 10, 0, 0, 0), Date.UTC(2026, 9, 1)];
     const ids = times.map((t) => idTimestamp(new Date(t)));
     expect([...ids].sort()).toEqual(ids);
+  });
+});
+
+describe('idTimeMs', () => {
+  it('reads back the UTC instant of a short id, to the millisecond', () => {
+    const at = Date.UTC(2026, 10, 21, 5, 27, 42, 578);
+    expect(idTimeMs(`${idTimestamp(new Date(at))}.2581651`)).toBe(at);
+    expect(idTimeMs('20010102.0304.05.006.1')).toBe(Date.UTC(2001, 0, 2, 3, 4, 5, 6));
+  });
+
+  it('has no time for an id that is not a short id', () => {
+    expect(idTimeMs('hand-made')).toBeUndefined();
+    expect(idTimeMs('20261121.0527.42.578')).toBeUndefined();
   });
 });
 

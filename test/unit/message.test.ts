@@ -2,7 +2,7 @@
 // msg JSON byte for byte, so the key order and the defaults are part of the contract.
 import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
-import { buildMessage, dueMs, parseMessage } from '../../src/domain/message.js';
+import { buildMessage, dueMs, fieldText, parseMessage } from '../../src/domain/message.js';
 
 const ID = '20261121.0527.42.578.2581651';
 const FULL = `http://127.0.0.1:3333/q/test/${ID}`;
@@ -127,12 +127,42 @@ describe('buildMessage', () => {
     expect(msg.max_count).toBe(15);
   });
 
+  it('keeps a post_run_webhook that is null or an array of http and https URLs', () => {
+    const hooks = ['http://a.example/x', 'https://b.example:8443/y?z=1'];
+    expect(buildMessage({ dest: 'q', post_run_webhook: hooks }, ID, FULL, NOW).post_run_webhook).toEqual(hooks);
+    expect(buildMessage({ dest: 'q', post_run_webhook: [] }, ID, FULL, NOW).post_run_webhook).toEqual([]);
+    expect(buildMessage({ dest: 'q', post_run_webhook: null }, ID, FULL, NOW).post_run_webhook).toBeNull();
+  });
+
+  it.each<[unknown, string]>([
+    ['http://a.example/x', '"http://a.example/x"'],
+    [['ftp://a.example/x'], '["ftp://a.example/x"]'],
+    [['a.example/x'], '["a.example/x"]'],
+    [['http://a.example/x', 7], '["http://a.example/x",7]'],
+    [{ url: 'http://a.example/x' }, '{"url":"http://a.example/x"}'],
+    [false, 'false'],
+  ])('refuses a post_run_webhook of %j with RQ_BAD_MESSAGE naming the field', (hook, shown) => {
+    expect(() => buildMessage({ dest: 'q', post_run_webhook: hook }, ID, FULL, NOW)).toThrow(
+      expect.objectContaining({ code: 'RQ_BAD_MESSAGE', message: `Expected "post_run_webhook" to be an array of http or https URLs, got ${shown}` }),
+    );
+  });
+
   it('does not share the input object', () => {
     const input: Record<string, unknown> = { dest: 'q', param1: 'a' };
     const msg = buildMessage(input, ID, FULL, NOW);
     msg.param1 = 'changed';
     expect(input['param1']).toBe('a');
     expect('msg_id' in input).toBe(false);
+  });
+});
+
+describe('fieldText', () => {
+  it('gives a field as the RQ_* variables carry it: strings as they are, null and absent empty, the rest as JSON', () => {
+    expect(fieldText('a b')).toBe('a b');
+    expect(fieldText(null)).toBe('');
+    expect(fieldText(undefined)).toBe('');
+    expect(fieldText({ a: [1] })).toBe('{"a":[1]}');
+    expect(fieldText(12)).toBe('12');
   });
 });
 

@@ -5,7 +5,7 @@
  * age, count or bytes limit is exceeded.
  */
 import { describe, expect, it } from 'vitest';
-import { idTimestamp } from '../../src/domain/ids.js';
+import { idTimeMs, idTimestamp } from '../../src/domain/ids.js';
 import { parseQueueConfig, serialiseQueueConfig } from '../../src/domain/queue-config.js';
 import {
   CLEANER_DEFAULTS,
@@ -31,12 +31,12 @@ const idAgo = (agoMs: number, inode = 7): string => `${idTimestamp(new Date(NOW 
 /** An RqError with this code and message. */
 const rqError = (code: string, message: string): unknown => expect.objectContaining({ name: 'RqError', code, message });
 
-/** The ids a plan removes from `ids` (oldest first), with the bytes of each, as a clean walks them. */
+/** The ids a plan removes from `ids` (oldest first, aged by the time in the id), with the bytes of each, as a clean walks them. */
 function selected(plan: CleanPlan, ids: string[], bytesOf: (id: string) => number = () => 0): string[] {
   const progress = { removed: 0, freedBytes: 0 };
   const out: string[] = [];
   for (const id of ids) {
-    if (!isSelected(plan, progress, id)) break;
+    if (!isSelected(plan, progress, idTimeMs(id))) break;
     progress.removed++;
     progress.freedBytes += bytesOf(id);
     out.push(id);
@@ -109,7 +109,7 @@ describe('what a clean removes', () => {
 
   it('the messages older than max_age_days, by the time in their id', () => {
     const plan = planClean(limits({ max_age_days: 2 }), { count: ids.length }, NOW);
-    expect(plan.cutoffId).toBe(idTimestamp(new Date(NOW - 2 * DAY)));
+    expect(plan.cutoffMs).toBe(NOW - 2 * DAY);
     expect(selected(plan, ids)).toEqual(ids.slice(0, 3));
     expect(selected(planClean(limits({ max_age_days: 0 }), { count: 5 }, NOW), ids)).toEqual(ids);
   });
@@ -138,11 +138,11 @@ describe('what a clean removes', () => {
     expect(selected(byAge, ids)).toEqual(ids.slice(0, 3));
   });
 
-  it('never takes an id without a time by age, and a cutoff before 1970 takes nothing', () => {
+  it('never takes a message without a time by age, and a cutoff before 1970 takes nothing', () => {
     const plan = planClean(limits({ max_age_days: 0 }), { count: 1 }, NOW);
-    expect(isSelected(plan, { removed: 0, freedBytes: 0 }, 'hand-made')).toBe(false);
-    expect(isSelected(planClean(limits({ max_count: 0 }), { count: 1 }, NOW), { removed: 0, freedBytes: 0 }, 'hand-made')).toBe(true);
-    expect(planClean(limits({ max_age_days: 1e9 }), { count: 5 }, NOW).cutoffId).toBeUndefined();
+    expect(isSelected(plan, { removed: 0, freedBytes: 0 }, idTimeMs('hand-made'))).toBe(false);
+    expect(isSelected(planClean(limits({ max_count: 0 }), { count: 1 }, NOW), { removed: 0, freedBytes: 0 }, undefined)).toBe(true);
+    expect(planClean(limits({ max_age_days: 1e9 }), { count: 5 }, NOW).cutoffMs).toBeUndefined();
     expect(planRemovesAny(planClean(limits({}), { count: 5, bytes: 1e12 }, NOW))).toBe(false);
   });
 });

@@ -1,13 +1,14 @@
 // The router's rules file (spec/rq.md §9.3, rq's JSON form in src/router/rules.ts): what a
-// good file parses to, every validation error with the rule and field it names, the
-// default rule, matching, host selection with a chosen random source, and RQ's address
-// transform with the spec's two examples.
+// good file parses to, every validation error with the rule and field it names (on one
+// line), RQ's Ruby rules refused with a pointer to the JSON form, the default rule,
+// matching, host selection with a chosen random source, and RQ's address transform with
+// the spec's two examples.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
-import { describeRule, loadRules, matchRule, parseRules, selectHosts, transformDest, type Rule } from '../../src/router/rules.js';
+import { describeRule, loadRules, matchRule, parseRules, rubyRulesWarning, selectHosts, transformDest, type Rule } from '../../src/router/rules.js';
 
 const GOOD = [
   { name: 'stats to both stats hosts', action: 'relay', dest: '^stats_', route: ['stats1.example.com', 'stats2.example.com:3334'], log: true },
@@ -77,6 +78,10 @@ describe('parseRules: a good file', () => {
     expect(parse([])).toHaveLength(1);
   });
 
+  it('takes a delay of up to 30 s', () => {
+    expect(parse([{ name: 'slow', action: 'done', dest: 'x', delay: 30 }])[0]!.delay).toBe(30);
+  });
+
   it('always logs an err rule', () => {
     expect(parse([{ name: 'e', action: 'err', dest: 'x', log: false }])[0]!.log).toBe(true);
     expect(parse([{ name: 'e', action: { env: 'E', equals: '1', then: 'err', else: 'done' }, dest: 'x' }], { E: '1' })[0]!.log).toBe(true);
@@ -114,9 +119,13 @@ describe('parseRules: every mistake names the rule and the field', () => {
     ['a default before the end', [{ name: 'default', action: 'done' }, ok], 'rule 1 ("default"): the default rule must be the last rule'],
     ['two rules with one name', [ok, ok], 'rule 2 ("r"): another rule has the same name'],
     ['log not a boolean', [{ ...ok, log: 'true' }], 'rule 1 ("r"): "log" must be true or false, got "true"'],
-    ['a fractional delay', [{ ...ok, delay: 1.5 }], 'rule 1 ("r"): "delay" must be a whole number of seconds from 0 to 59 (the router gives up after 60 s), got 1.5'],
-    ['a negative delay', [{ ...ok, delay: -1 }], '"delay" must be a whole number of seconds from 0 to 59'],
-    ['a delay the router never finishes', [{ ...ok, delay: 60 }], 'got 60'],
+    [
+      'a fractional delay',
+      [{ ...ok, delay: 1.5 }],
+      'rule 1 ("r"): "delay" must be a whole number of seconds from 0 to 30 (the router gives up on a message after 60 s, which could cut a relay short), got 1.5',
+    ],
+    ['a negative delay', [{ ...ok, delay: -1 }], '"delay" must be a whole number of seconds from 0 to 30'],
+    ['a delay near the router’s limit', [{ ...ok, delay: 31 }], 'got 31'],
     ['a delay in a string', [{ ...ok, delay: '5' }], 'got "5"'],
     ['relay without a route', [{ ...ok, action: 'relay' }], 'rule 1 ("r"): "route" is required for action relay: the hosts to send to'],
     ['a condition that may balance, without a route', [{ ...ok, action: { env: 'E', equals: 'a', then: 'done', else: 'balance' } }], '"route" is required for action balance'],
@@ -124,9 +133,22 @@ describe('parseRules: every mistake names the rule and the field', () => {
     ['an empty route', [{ ...ok, action: 'relay', route: [] }], 'rule 1 ("r"): "route" must be a non-empty array of hosts, or of arrays of hosts, got []'],
     ['a route that is a string', [{ ...ok, action: 'relay', route: 'h' }], 'got "h"'],
     ['a host that is a number', [{ ...ok, action: 'relay', route: [3333] }], 'rule 1 ("r"): "route" hosts must be non-empty strings, got 3333'],
-    ['a host with a path', [{ ...ok, action: 'relay', route: ['h/q/x'] }], 'rule 1 ("r"): "route" host "h/q/x" is not host, host:port or an http:// URL'],
+    ['a host with a path', [{ ...ok, action: 'relay', route: ['h/q/x'] }], 'rule 1 ("r"): "route" host "h/q/x" is not host, host:port or a URL http://<host>[:<port>][/<root>]/q/<queue>'],
     ['a host with a bad port', [{ ...ok, action: 'relay', route: ['h:port'] }], '"route" host "h:port" is not host, host:port'],
-    ['a host named http…', [{ ...ok, action: 'relay', route: ['httpbin.org'] }], 'rule 1 ("r"): "route" host "httpbin.org" starts with "http", so it must be a whole http:// or https:// URL'],
+    [
+      'a host named http…',
+      [{ ...ok, action: 'relay', route: ['httpbin.org'] }],
+      'rule 1 ("r"): "route" host "httpbin.org" starts with "http", so it must be a URL http://<host>[:<port>][/<root>]/q/<queue>: the copy\'s destination as it is (the relay delivers over http only)',
+    ],
+    ['an https URL', [{ ...ok, action: 'relay', route: ['https://h:3333/q/x'] }], '"route" host "https://h:3333/q/x" starts with "http", so it must be a URL http://'],
+    ['a URL without /q/<queue>', [{ ...ok, action: 'balance', route: ['http://h:3333'] }], '"route" host "http://h:3333" starts with "http", so it must be a URL'],
+    ['a URL of a host, with a slash', [{ ...ok, action: 'relay', route: ['http://h:3333/'] }], '"route" host "http://h:3333/" starts with "http"'],
+    ['a URL of a message', [{ ...ok, action: 'relay', route: ['http://h/q/x/20261121.0527.42.578.1'] }], '"route" host "http://h/q/x/20261121.0527.42.578.1" starts with "http"'],
+    ['a URL with a query', [{ ...ok, action: 'relay', route: ['http://h/q/x?a=1'] }], '"route" host "http://h/q/x?a=1" starts with "http"'],
+    ['a URL with credentials', [{ ...ok, action: 'relay', route: ['http://u:p@h/q/x'] }], '"route" host "http://u:p@h/q/x" starts with "http"'],
+    ['a URL with no host', [{ ...ok, action: 'relay', route: ['http:///q/x'] }], '"route" host "http:///q/x" starts with "http"'],
+    ['a URL with an empty queue', [{ ...ok, action: 'relay', route: ['http://h/q/'] }], 'rule 1 ("r"): "route" host "http://h/q/" does not end in a valid queue name after /q/, got ""'],
+    ['a URL with a bad queue name', [{ ...ok, action: 'relay', route: ['http://h/q/a.b'] }], '"route" host "http://h/q/a.b" does not end in a valid queue name after /q/, got "a.b"'],
     ['hosts mixed with groups', [{ ...ok, action: 'relay', route: ['a', ['b']] }], 'rule 1 ("r"): "route" must be all hosts or all arrays of hosts, not a mix'],
     ['an empty group', [{ ...ok, action: 'relay', route: [['a'], []] }], 'rule 1 ("r"): "route" has an empty array of hosts'],
     ['groups for balance', [{ ...ok, action: 'balance', route: [['a'], ['b']] }], 'rule 1 ("r"): "route" with arrays of hosts is for relay only'],
@@ -137,6 +159,46 @@ describe('parseRules: every mistake names the rule and the field', () => {
 
   it('text that is not JSON', () => {
     expect(() => parseRules('[{"name": "r",}]', {})).toThrow(/^not valid JSON: /);
+  });
+
+  it('says a mistake on one line, even where the JSON or a pattern has newlines', () => {
+    // Node quotes the text around the mistake, the newline in it too.
+    expect(() => parseRules('[{"name": "r",\n"dest"}]', {})).toThrow(/^not valid JSON: [^\n]*"r", "dest"}][^\n]*$/);
+    expect(problem([{ name: 'r', action: 'done', dest: 'a\n(' }]).message).toBe(
+      'rule 1 ("r"): "dest" is not a valid regular expression: Invalid regular expression: /a (/: Unterminated group',
+    );
+  });
+});
+
+describe('accepted hosts', () => {
+  it.each(['h', 'h.example.com:4000', '[::1]', '[::1]:3333', 'http://h.example.com:5000/q/box_que', 'http://h/rq/q/box_que', 'http://[::1]:3333/a/b/q/x-y_z'])('%s', (host) => {
+    expect(parse([{ name: 'r', action: 'relay', dest: 'x', route: [host] }])[0]!.route).toEqual([host]);
+  });
+});
+
+describe('RQ’s Ruby rules', () => {
+  const NOT_READ = "RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (README: The router)";
+
+  it('are refused with a pointer to the JSON form, by their text', () => {
+    expect(() => parseRules('rule "stats"\naction :relay\ndest /^stats/\nroute "h1"\n\n', {})).toThrow(new RqError('RQ_CONFIG', NOT_READ));
+    expect(() => parseRules('#rule "old"\n\nrule "default"\naction :err\n', {})).toThrow(NOT_READ);
+  });
+
+  it('and by a file name ending in .rb, named in the message', () => {
+    expect(() => loadRules('/opt/rq/config/rq_router_rules.rb', {})).toThrow(`/opt/rq/config/rq_router_rules.rb: ${NOT_READ}`);
+  });
+
+  it('in config/ without the JSON file give a warning', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-rules-'));
+    try {
+      expect(rubyRulesWarning(dir)).toBeUndefined();
+      fs.writeFileSync(path.join(dir, 'rq_router_rules.rb'), 'rule "default"\naction :err\n\n');
+      expect(rubyRulesWarning(dir)).toBe(`${dir}/rq_router_rules.rb is ignored, so this host is not in router mode: ${NOT_READ}`);
+      fs.writeFileSync(path.join(dir, 'rq_router_rules.json'), '[]');
+      expect(rubyRulesWarning(dir)).toBeUndefined();
+    } finally {
+      fs.rmSync(dir, { recursive: true });
+    }
   });
 });
 
