@@ -65,7 +65,18 @@ import { RqError, errnoCode, explain } from '../domain/errors.js';
 import { rubyToI } from '../domain/ruby.js';
 import { writeFileDurably } from '../store/atomic.js';
 import { attachmentNames, hashFile } from '../store/attachments.js';
-import { MAX_COUNT, PAST_MAX_COUNT_LINE, log, readOwnMessage, resendLine, rqEnv, say, secondsFromEnv } from './worker-io.js';
+import {
+  MAX_COUNT,
+  PAST_MAX_COUNT_LINE,
+  exchange,
+  log,
+  readOwnMessage,
+  resendLine,
+  rqEnv,
+  say,
+  secondsFromEnv,
+  type Exchange,
+} from './worker-io.js';
 
 /** The backoff base in seconds when `RELAY_BACKOFF_SECS` is unset (§8.3). */
 const DEFAULT_BACKOFF_SECS = 10;
@@ -92,8 +103,6 @@ type Ending =
   | { type: 'fail'; reason: string }
   | { type: 'err'; reason: string };
 
-/** An HTTP exchange: the reply (its JSON body parsed when it is JSON), or why there was none. */
-type Exchange = { type: 'reply'; status: number; text: string; json: unknown } | { type: 'unreachable'; url: string; why: string };
 
 /** What the remote knows of a message: its state, that it has none, or that it cannot tell now. */
 type RemoteState = { type: 'found'; state: string } | { type: 'gone' } | { type: 'unknown'; why: string };
@@ -126,23 +135,6 @@ const resend = (reason: string): Ending => ({ type: 'resend', reason });
 function parseRemoteId(full: string): RemoteId | undefined {
   const m = /^(https?:\/\/.*\/)q\/([^/]+)\/([^/]+)$/.exec(full);
   return m && URL.canParse(full) ? { full, root: m[1]!, queue: m[2]!, shortId: m[3]! } : undefined;
-}
-
-/** One request with a time limit; a network error, a bad URL or the limit is `unreachable`. */
-async function exchange(url: string, init: RequestInit, timeoutMs: number): Promise<Exchange> {
-  try {
-    const res = await fetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { type: 'reply', status: res.status, text, json };
-  } catch (e) {
-    return { type: 'unreachable', url, why: explain(e).replaceAll('\n', ': ') };
-  }
 }
 
 const postForm = (url: string, fields: Record<string, string>): Promise<Exchange> =>

@@ -17,16 +17,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { explain } from '../domain/errors.js';
+import { fieldText } from '../domain/message.js';
 import { installRoot } from '../lib/install-root.js';
 import { localTimestamp } from '../lib/local-time.js';
 import { ROUTER_LIMIT_SECS, RULES_FILE_NAME, loadRules, matchRule, rubyRulesWarning, selectHosts, transformDest, type Rule } from '../router/rules.js';
 import { queueLayout, rootLayout, type RootLayout } from '../store/layout.js';
 import { log, readOwnMessage, requestAsync, rqEnv, say } from './worker-io.js';
-
-/** A message field as text, as Ruby's interpolation shows it (nil → ''). */
-function text(value: unknown): string {
-  return typeof value === 'string' ? value : value === undefined || value === null ? '' : JSON.stringify(value);
-}
 
 /** What `config/rq_router.down` says: RQ's text first, then what is wrong and how to recover. */
 function downText(root: RootLayout, file: string, problem: string): string {
@@ -45,7 +41,7 @@ function downText(root: RootLayout, file: string, problem: string): string {
 function logRoute(root: RootLayout, rule: Rule, msg: Record<string, unknown>): void {
   const logDir = path.dirname(root.logFile);
   fs.mkdirSync(logDir, { recursive: true });
-  const line = `${process.pid} - ${localTimestamp(new Date())} - ${rule.name} - ${rule.action} - ${rqEnv('MSG_ID')} - ${text(msg['src'])}\n`;
+  const line = `${process.pid} - ${localTimestamp(new Date())} - ${rule.name} - ${rule.action} - ${rqEnv('MSG_ID')} - ${fieldText(msg['src'])}\n`;
   fs.appendFileSync(path.join(logDir, 'rq_router.log'), line);
 }
 
@@ -81,7 +77,7 @@ export async function main(): Promise<number> {
   const rule = matchRule(rules, msg);
   log(`rule ${JSON.stringify(rule.name)} matched: ${rule.action}`);
   if (rule.log) logRoute(root, rule, msg);
-  const dest = text(msg['dest']);
+  const dest = fieldText(msg['dest']);
   if ((rule.action === 'balance' || rule.action === 'relay') && dest.trim() === '') {
     say('err message has no dest to route');
     return 1;

@@ -18,35 +18,26 @@
  * `WEBHOOK_TIMEOUT_SECS` (how long one POST may take before it counts as a failure,
  * > 0, default 30).
  */
-import http from 'node:http';
-import https from 'node:https';
 import { RqError, coerceError } from '../domain/errors.js';
 import { fieldText, httpUrl } from '../domain/message.js';
 import { rubyToI } from '../domain/ruby.js';
-import { MAX_COUNT, PAST_MAX_COUNT_LINE, log, readOwnMessage, resendLine, rqEnv, say, secondsFromEnv } from './worker-io.js';
+import { MAX_COUNT, PAST_MAX_COUNT_LINE, exchange, log, readOwnMessage, resendLine, rqEnv, say, secondsFromEnv } from './worker-io.js';
 
+/** The outcome of the POST: the 2xx code, or the reason for the resend (RQ's texts). */
 type PostResult = { ok: true; code: number } | { ok: false; reason: string };
 
-/** POST the form to `target`; a network error or no answer within `timeoutMs` is a failure. */
-function post(url: string, target: URL, payload: string, timeoutMs: number): Promise<PostResult> {
-  const unreachable = (detail: string): PostResult => {
-    log(`cannot POST to ${url}: ${detail}`);
+/** POST the form to `url`; a network error or no answer within `timeoutMs` is a failure. */
+async function post(url: string, payload: string, timeoutMs: number): Promise<PostResult> {
+  const body = new URLSearchParams({ x_format: 'json', payload });
+  // RQ's content type exactly (fetch would add `;charset=UTF-8`; the body is ASCII anyway).
+  const headers = { 'Content-Type': 'application/x-www-form-urlencoded' };
+  const x = await exchange(url, { method: 'POST', body, headers }, timeoutMs);
+  if (x.type === 'unreachable') {
+    log(`cannot POST to ${url}: ${x.why}`);
     return { ok: false, reason: `Could not connect to or parse URL: ${url}` };
-  };
-  const body = new URLSearchParams({ x_format: 'json', payload }).toString();
-  return new Promise((resolve) => {
-    const headers = { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body), Connection: 'close' };
-    const req = (target.protocol === 'https:' ? https : http).request(target, { method: 'POST', headers, agent: false }, (res) => {
-      res.resume();
-      const code = res.statusCode ?? 0;
-      resolve(code >= 200 && code < 300 ? { ok: true, code } : { ok: false, reason: `Could not POST to URL: ${code} ${res.statusMessage ?? ''}`.trimEnd() });
-    });
-    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
-    req.on('close', () => clearTimeout(timer));
-    // After a response this changes nothing: the promise is already settled.
-    req.on('error', (e) => resolve(unreachable(coerceError(e).message)));
-    req.end(body);
-  });
+  }
+  if (x.status >= 200 && x.status < 300) return { ok: true, code: x.status };
+  return { ok: false, reason: `Could not POST to URL: ${x.status} ${x.statusText}`.trimEnd() };
 }
 
 /** Deliver the webhook of this run; resolves to the exit status. */
@@ -62,13 +53,12 @@ export async function main(): Promise<number> {
     return 1;
   }
   const url = rqEnv('PARAM1');
-  const target = httpUrl(url);
-  if (target === undefined) {
+  if (httpUrl(url) === undefined) {
     say(`err not an http or https URL: ${url}`);
     return 0;
   }
   log(`POST to ${url}`);
-  const result = await post(url, target, fieldText(readOwnMessage()['param2']), timeoutSecs * 1000);
+  const result = await post(url, fieldText(readOwnMessage()['param2']), timeoutSecs * 1000);
   if (result.ok) {
     say(`done successfull post ${result.code}`);
     return 0;

@@ -3,7 +3,7 @@
  * written in Node (relay, webhook, cleaner, router). A worker runs with cwd `job/` of its
  * message: it reports lines on fd 3, reads the replies to two-way requests (`dup`) on
  * fd 4, logs to stdout (appended to `job/stdio.log`) in RQ's coloured format, and reads
- * its message from `../msg`. Lines go out on fd 3 with synchronous writes (fd 3 is
+ * its message from `../msg`; its HTTP requests go through `exchange`. Lines go out on fd 3 with synchronous writes (fd 3 is
  * blocking in the child, and a line is out before the worker goes on); a reply on fd 4 is
  * awaited without blocking the event loop (`requestAsync`). It also holds what RQ's relay
  * and webhook scripts share: the RQ_COUNT limit and the count² backoff of a resend.
@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import readline from 'node:readline';
-import { RqError } from '../domain/errors.js';
+import { RqError, explain } from '../domain/errors.js';
 import { localTimestamp } from '../lib/local-time.js';
 
 /** One protocol line on fd 3 (a newline inside `text` would start a second line). */
@@ -59,6 +59,32 @@ export const PAST_MAX_COUNT_LINE = `run RQ_COUNT > ${MAX_COUNT} - failing`;
  */
 export function resendLine(count: number, baseSecs: number, reason: string): string {
   return `resend ${Math.round(count * count * baseSecs)}-${reason}`;
+}
+
+/**
+ * An HTTP exchange: the reply (its status, status text, body, and the body parsed when it
+ * is JSON), or why there was none (network error, bad URL, or no answer in time).
+ */
+export type Exchange =
+  | { type: 'reply'; status: number; statusText: string; text: string; json: unknown }
+  | { type: 'unreachable'; url: string; why: string };
+
+/** One HTTP request of rq's workers (relay, webhook): a time limit, redirects not followed. */
+export async function exchange(url: string, init: RequestInit, timeoutMs: number): Promise<Exchange> {
+  try {
+    const res = await fetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { type: 'reply', status: res.status, statusText: res.statusText, text, json };
+  } catch (e) {
+    const timedOut = e instanceof DOMException && e.name === 'TimeoutError';
+    return { type: 'unreachable', url, why: timedOut ? `no answer within ${timeoutMs / 1000} s` : explain(e).replaceAll('\n', ': ') };
+  }
 }
 
 /** `report` a line and `log` it too, as RQ's own scripts did with every status line. */
