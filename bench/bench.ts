@@ -24,6 +24,8 @@
  *     RSS against a queue process with nothing waiting; (d) the web's queue page
  *     (first, middle and last page of que) and (e) its free-text search over the same
  *     queue, against a bare `GET /css/rq.css` from the same web process.
+ *  5. The pull model over HTTP (pull-figures.ts): lease+ack pairs per second with 16
+ *     workers through the lmstfy front door, and publish → consume latency.
  *
  * Plan (ARCHITECTURE.md, "Facts measured on these machines"): ext4 here has no journal
  * and creates files much more slowly for minutes after many directories are deleted, so
@@ -34,7 +36,7 @@
  * minutes; a capped figure is computed over what was done, and the notes say so.
  *
  * Options: `--quick` runs everything at a tenth of the sizes (a smoke run, not the
- * benchmark); RQ_BENCH_QUEUE_MAIN=<path to queue-main.js> benchmarks another build.
+ * benchmark); `--only=<n>` runs only the figures whose name starts with n (e.g. `--only=5`); RQ_BENCH_QUEUE_MAIN=<path to queue-main.js> benchmarks another build.
  * The machine should be otherwise idle: other processes' CPU and disk use show up in
  * both the figures and the limits.
  */
@@ -51,6 +53,7 @@ import { isOk, rpcCall } from '../src/client/rpc.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../src/domain/queue-config.js';
 import { QUEUE_MAIN as BUILT_QUEUE_MAIN, WEB_MAIN } from '../src/lib/install-root.js';
 import { ensureQueueDirs, queueLayout, rootLayout, type QueueLayout } from '../src/store/layout.js';
+import { figurePull } from './pull-figures.js';
 
 /** The queue process under test; RQ_BENCH_QUEUE_MAIN may point at another build to compare. */
 const QUEUE_MAIN = process.env['RQ_BENCH_QUEUE_MAIN'] ?? BUILT_QUEUE_MAIN;
@@ -949,14 +952,31 @@ async function main(): Promise<void> {
   if (!fs.existsSync(QUEUE_MAIN)) throw new Error(`${QUEUE_MAIN} is missing: run npm run build`);
   await settleFilesystem();
 
+  const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
   const figures: Array<[string, () => Promise<void>]> = [
     ['1. creates', figureCreates],
     ['2. processing', figureProcessing],
     ['3. latency', figureLatency],
     ['4. 100k waiting', figureBigQueue],
+    [
+      '5. pull model',
+      () =>
+        figurePull({
+          makeInstall,
+          say,
+          show,
+          addRow: (row) => rows.push(row),
+          note: (text) => notes.push(text),
+          bareAsyncRate: () => bareCreatesAsync(CREATES, CLIENTS),
+          runConcurrent,
+          percentile,
+          quick: QUICK,
+        }),
+    ],
   ];
   try {
     for (const [name, run] of figures) {
+      if (only !== undefined && !name.startsWith(only)) continue;
       const cpu0 = cpuSample();
       try {
         await run();

@@ -46,6 +46,9 @@ export const EXIT_CODES = {
   RQ_FORBIDDEN: 1,
   RQ_UPSTREAM: 1,
   RQ_TOO_LARGE: 1,
+  RQ_DUPLICATE: 1,
+  RQ_STALE: 1,
+  RQ_NOT_PULL: 1,
 } as const satisfies Record<ErrorCode, number>;
 
 /** Where a command writes, and what it resolves against (main fills it from the process). */

@@ -21,6 +21,38 @@ export function encodePacket(payload: string): Buffer {
 
 export type PacketResult = { type: 'packet'; payload: string } | { type: 'partial' } | { type: 'bad'; reason: string };
 
+/**
+ * The bytes of one packet as they arrive: chunks are kept as they come and joined only
+ * once the packet is whole (or at the end), so a packet of many megabytes costs one copy,
+ * not one per chunk.
+ */
+class PacketBuffer {
+  private chunks: Buffer[] = [];
+  private length = 0;
+  /** The packet's whole size once its header has been read. */
+  private wanted: number | undefined;
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+  }
+
+  /** A packet, `partial` while more bytes are needed, or `bad`. */
+  decode(atEof: boolean): PacketResult {
+    if (this.wanted === undefined && this.length >= HEADER_LEN) {
+      const head = this.joined().subarray(0, HEADER_LEN).toString('latin1');
+      if (/^rq1 \d{8} $/.test(head)) this.wanted = HEADER_LEN + Number(head.slice(4, 12));
+    }
+    if (!atEof && this.wanted !== undefined && this.length < this.wanted) return { type: 'partial' };
+    return decodePacket(this.joined(), atEof);
+  }
+
+  private joined(): Buffer {
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks)];
+    return this.chunks[0] ?? Buffer.alloc(0);
+  }
+}
+
 /** Try to read one packet from the bytes received so far. */
 export function decodePacket(buf: Buffer, atEof: boolean): PacketResult {
   if (buf.length < HEADER_LEN) {
@@ -61,7 +93,7 @@ export function rpcCall(socketPath: string, command: string, argument = '', time
     return Promise.reject(new RqError('RQ_TOO_LARGE', `The ${command} request is too large for the queue socket: ${coerceError(e).message}`));
   }
   return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
+    const received = new PacketBuffer();
     let settled = false;
     const done = (value: unknown): void => {
       if (settled) return;
@@ -73,13 +105,13 @@ export function rpcCall(socketPath: string, command: string, argument = '', time
     sock.setTimeout(timeoutMs, () => done(null));
     sock.on('connect', () => sock.write(packet));
     sock.on('data', (c: Buffer) => {
-      chunks.push(c);
-      const r = decodePacket(Buffer.concat(chunks), false);
+      received.push(c);
+      const r = received.decode(false);
       if (r.type === 'packet') done(parseReply(r.payload));
       else if (r.type === 'bad') done(null);
     });
     sock.on('end', () => {
-      const r = decodePacket(Buffer.concat(chunks), true);
+      const r = received.decode(true);
       done(r.type === 'packet' ? parseReply(r.payload) : null);
     });
     sock.on('error', () => done(null));
@@ -94,15 +126,28 @@ function parseReply(payload: string): unknown {
   }
 }
 
+/** What a command may know of its connection: a long wait (a blocking lease) outlives the idle limit, and ends when the client goes. */
+export interface RpcConnection {
+  /** Allow this long without traffic before the connection is dropped (default 60 s). */
+  setIdleTimeout(ms: number): void;
+  /** Called once if the client closes the connection before the reply is sent. */
+  onClose(listener: () => void): void;
+}
+
 /** Serve one request per connection; `handle` returns the reply payload (JSON text). */
-export function createRpcServer(handle: (command: string, argument: string) => Promise<string>): net.Server {
+export function createRpcServer(handle: (command: string, argument: string, conn: RpcConnection) => Promise<string>): net.Server {
   return net.createServer((sock) => {
-    const chunks: Buffer[] = [];
+    const received = new PacketBuffer();
     let handled = false;
-    sock.setTimeout(60_000, () => sock.destroy());
+    const onTimeout = (): void => void sock.destroy();
+    sock.setTimeout(60_000, onTimeout);
+    const conn: RpcConnection = {
+      setIdleTimeout: (ms) => void sock.setTimeout(Math.min(ms, 2 ** 31 - 1), onTimeout),
+      onClose: (listener) => void sock.once('close', listener),
+    };
     const tryHandle = (atEof: boolean): void => {
       if (handled) return;
-      const r = decodePacket(Buffer.concat(chunks), atEof);
+      const r = received.decode(atEof);
       if (r.type === 'partial') return;
       handled = true;
       if (r.type === 'bad') {
@@ -111,7 +156,7 @@ export function createRpcServer(handle: (command: string, argument: string) => P
       }
       const { command, argument } = splitRequest(r.payload);
       const fail = (text: string): void => void sock.end(encodePacket(JSON.stringify(['fail', text])));
-      void handle(command, argument).then(
+      void handle(command, argument, conn).then(
         (reply) => {
           try {
             sock.end(encodePacket(reply));
@@ -124,7 +169,7 @@ export function createRpcServer(handle: (command: string, argument: string) => P
       );
     };
     sock.on('data', (c: Buffer) => {
-      chunks.push(c);
+      received.push(c);
       tryHandle(false);
     });
     sock.on('end', () => tryHandle(true));

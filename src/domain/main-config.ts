@@ -21,6 +21,19 @@ export interface MainConfig extends HostInfo {
   basicAuth: BasicAuth | undefined;
   /** Substrings of client addresses allowed to use the web, or undefined for everyone. */
   allowedIps: string[] | undefined;
+  /** The pull front doors to serve (absent = off), each with its own section's keys. */
+  protocols: Partial<Record<ProtocolName, ProtocolSection>>;
+  raw: Record<string, unknown>;
+}
+
+export const PROTOCOL_NAMES = ['lmstfy', 'cloudq', 'rqms', 'workq'] as const;
+export type ProtocolName = (typeof PROTOCOL_NAMES)[number];
+
+/** A `protocols.<name>` section: where it listens, and the protocol's own keys (its module checks them). */
+export interface ProtocolSection {
+  port: number;
+  /** Default 127.0.0.1. */
+  addr: string;
   raw: Record<string, unknown>;
 }
 
@@ -43,6 +56,23 @@ function parseAllowedIps(v: unknown): string[] | undefined {
   return v as string[];
 }
 
+function parseProtocols(v: unknown): Partial<Record<ProtocolName, ProtocolSection>> {
+  if (v === undefined || v === null) return {};
+  if (!isPlainObject(v)) throw badKey('protocols', `an object with keys among ${PROTOCOL_NAMES.join(', ')}`, v);
+  const out: Partial<Record<ProtocolName, ProtocolSection>> = {};
+  for (const [name, section] of Object.entries(v)) {
+    if (!(PROTOCOL_NAMES as readonly string[]).includes(name)) throw badKey('protocols', `an object with keys among ${PROTOCOL_NAMES.join(', ')}`, v);
+    const key = `protocols.${name}`;
+    if (!isPlainObject(section)) throw badKey(key, 'an object {"port": number, "addr"?: string, ...}', section);
+    const port = section['port'];
+    if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) throw badKey(`${key}.port`, 'an integer 0..65535', port);
+    const addr = section['addr'] ?? '127.0.0.1';
+    if (typeof addr !== 'string' || addr === '') throw badKey(`${key}.addr`, 'an address to listen on', addr);
+    out[name as ProtocolName] = { port, addr, raw: section };
+  }
+  return out;
+}
+
 export function parseMainConfig(text: string): MainConfig {
   let raw: unknown;
   try {
@@ -62,6 +92,7 @@ export function parseMainConfig(text: string): MainConfig {
     allowNewQueue: raw['allow_new_queue'] === true,
     basicAuth: parseBasicAuth(raw['basic_auth']),
     allowedIps: parseAllowedIps(raw['allowed_ips']),
+    protocols: parseProtocols(raw['protocols']),
     raw,
   };
 }

@@ -26,7 +26,37 @@ export interface Message {
   cloned_from?: string;
   dups?: string[];
   dup?: string;
+  // Pull messages (queue/pull.ts), all optional:
+  /** Unique in the queue while not done (lmstfy job id, RQMS item id). */
+  ext_id?: string;
+  /** Higher leases first. */
+  priority?: number;
+  /** The place among ready messages instead of the due time (epoch ms). */
+  rank?: number;
+  /** The tie-break after rank instead of the id. */
+  sort_key?: string;
+  /** Removed at this instant (epoch ms) unless done or dead. */
+  expires_at?: number;
+  /** Deliveries left. */
+  tries?: number;
+  /** Raised by every write. */
+  rev?: number;
+  /** Where a TTR expiry puts it back: `tail` or `place`. */
+  requeue?: 'tail' | 'place';
+  /** An external worker's lease, while in run. */
+  lease?: Lease;
+  /** In err as a dead letter, since `dead_at` (epoch ms). */
+  dead?: boolean;
+  dead_at?: number;
   [key: string]: unknown;
+}
+
+export interface Lease {
+  owner: string;
+  /** Epoch ms. */
+  at: number;
+  /** Epoch ms; null = no expiry. */
+  until: number | null;
 }
 
 export const PARAM_KEYS = ['param1', 'param2', 'param3', 'param4'] as const;

@@ -10,7 +10,10 @@
  *   err, que) or at start-up recovery (→ que).
  * - `done`, `relayed`: final, hashed by id (§1.8); removed by a clean (retention.ts),
  *   which the cleaner queue asks for.
- * - `err`: final until an operator clones or deletes it, or a clean removes it.
+ * - `err`: final until an operator clones or deletes it, or a clean removes it. A pull
+ *   queue's dead letter (err with `dead`) may also be respawned (→ que) or acked (→ done).
+ * - A pull queue's `run` holds external workers' leases: entered by a lease, left by an
+ *   ack (→ done), a TTR expiry or nack (→ que, or err as dead), or a set (→ que).
  */
 export const STATES = ['prep', 'que', 'run', 'done', 'err', 'relayed'] as const;
 export type State = (typeof STATES)[number];
@@ -24,7 +27,8 @@ export const TRANSITIONS: Readonly<Record<State, readonly State[]>> = {
   que: ['run', 'done', 'relayed'],
   run: ['done', 'relayed', 'err', 'que'],
   done: [],
-  err: [],
+  // A pull queue's dead letter: acknowledged (→ done) or respawned (→ que).
+  err: ['done', 'que'],
   relayed: [],
 };
 

@@ -9,12 +9,16 @@
  * command, paged, with an optional free text) and `stats` (the dashboard's whole view of
  * the queue in one reply, with the counters since the queue process started). `clean`
  * removes old finished messages (housekeeping.ts); it is refused while DOWN, like the others.
+ * The pull commands (pull.ts: publish, lease, ack, …) are the protocol front doors' and
+ * external workers' verbs; their refusals carry the error's stable code as a third
+ * element, `["fail", text, code]`, which RQ's two-element readers ignore.
  *
  * The admin flags are re-read for `status` and `stats` only (spec/rq.md §1.11). The DOWN
  * check uses the value last read, which the flag files' watch (hints.ts) keeps current:
  * inotify queues the event as the file is made, and the queue's event loop handles it
  * no later than the accept of a connection made afterwards, before reading its request.
  */
+import type { RpcConnection } from '../client/rpc.js';
 import { RqError, coerceError } from '../domain/errors.js';
 import { parseFullId } from '../domain/ids.js';
 import { isPlainObject } from '../domain/message.js';
@@ -23,7 +27,7 @@ import { STATES, isState, type State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
 import type { QueueEngine, SearchQuery } from './queue-engine.js';
 
-type Handler = (engine: QueueEngine, arg: Record<string, unknown>) => unknown;
+type Handler = (engine: QueueEngine, arg: Record<string, unknown>, conn?: RpcConnection) => unknown;
 
 /** Commands that answer even while the queue is admin DOWN. */
 const NO_DOWN_CHECK = new Set(['ping', 'uptime', 'config', 'status', 'shutdown', 'num_messages', 'messages', 'stats']);
@@ -162,13 +166,29 @@ const COMMANDS: Record<string, Handler> = {
     return ['ok', 'msg sent to front of run queue'];
   },
   clone_message: async (e, arg) => ['ok', await e.clone(msgId(arg))],
+  // Beyond RQ: the pull model (pull.ts), for external workers and the protocol front doors.
+  publish: async (e, arg) => ['ok', await e.pull.publish(arg)],
+  lease: async (e, arg, conn) => ['ok', await e.pull.lease(arg, conn)],
+  cancel_wait: (e, arg) => ['ok', e.pull.cancelWait(arg)],
+  ack: async (e, arg) => ['ok', await e.pull.ack(arg)],
+  nack: async (e, arg) => ['ok', await e.pull.nack(arg)],
+  touch: async (e, arg) => ['ok', await e.pull.touch(arg)],
+  set: async (e, arg) => ['ok', await e.pull.set(arg)],
+  peek: (e, arg) => ['ok', e.pull.peek(arg)],
+  pull_stats: (e) => ['ok', e.pull.stats()],
+  purge_ready: (e) => ['ok', e.pull.purgeReady()],
+  respawn: async (e, arg) => ['ok', await e.pull.respawn(arg)],
+  dead_letter: (e, arg) => ['ok', e.pull.deadLetter(arg)],
 };
+
+/** The pull commands answer a refusal with its stable code too: `["fail", text, code]`. */
+const PULL_COMMANDS = new Set(['publish', 'lease', 'cancel_wait', 'ack', 'nack', 'touch', 'set', 'peek', 'pull_stats', 'purge_ready', 'respawn', 'dead_letter']);
 
 /**
  * Run one command and return its reply value. `argument` is the raw JSON text; a bad
  * one gets `["fail", reason]` instead of RQ's crash. Unknown commands get `[ "ERROR" ]`.
  */
-export async function runCommand(engine: QueueEngine, log: Logger, command: string, argument: string): Promise<unknown> {
+export async function runCommand(engine: QueueEngine, log: Logger, command: string, argument: string, conn?: RpcConnection): Promise<unknown> {
   const handler = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
   if (!handler) return ['ERROR'];
   if (engine.adminStatus() === 'DOWN' && !NO_DOWN_CHECK.has(command)) return ['fail', 'status: DOWN'];
@@ -186,9 +206,9 @@ export async function runCommand(engine: QueueEngine, log: Logger, command: stri
     return ['fail', 'argument must be a JSON object, got nothing'];
   }
   try {
-    return await handler(engine, arg);
+    return await handler(engine, arg, conn);
   } catch (e) {
-    if (e instanceof RqError) return ['fail', e.message];
+    if (e instanceof RqError) return PULL_COMMANDS.has(command) ? ['fail', e.message, e.code] : ['fail', e.message];
     log.error({ command, err: coerceError(e).stack }, 'command failed');
     return ['fail', 'internal error'];
   }

@@ -49,6 +49,7 @@ import {
 } from '../worker/runner.js';
 import { CronSchedule } from './cron.js';
 import { Housekeeping } from './housekeeping.js';
+import { PullDesk } from './pull.js';
 import { QueList, paramKey } from './que-list.js';
 import { QueueStats } from './queue-stats.js';
 import { SortedIds } from './sorted-ids.js';
@@ -216,6 +217,8 @@ export class QueueEngine {
   readonly cron: CronSchedule;
   /** The `clean` command and the disk usage of `stats` (housekeeping.ts). */
   readonly housekeeping: Housekeeping;
+  /** External workers' leases and the other pull commands (pull.ts). */
+  readonly pull: PullDesk;
 
   constructor(deps: EngineDeps, config: QueueConfig) {
     this.d = deps;
@@ -237,7 +240,11 @@ export class QueueEngine {
       layout: deps.layout,
       log: deps.log,
       count: (state) => (state === 'err' ? this.errIds.size : this.counts[state]),
-      forget: (state, id) => (state === 'err' ? this.errIds.delete(id) : this.counts[state]--),
+      forget: (state, id) => {
+        if (state !== 'err') return this.counts[state]--;
+        this.pull.forgetDead(id);
+        return this.errIds.delete(id);
+      },
       // A run leaves `run` (finishRun's finally) only after its final state counts it.
       isFinishing: (id) => this.run.has(id),
       isDown: () => {
@@ -245,7 +252,57 @@ export class QueueEngine {
         return this.admin === 'DOWN';
       },
     });
+    this.pull = new PullDesk({
+      name: this.name,
+      store: deps.store,
+      layout: deps.layout,
+      log: deps.log,
+      que: this.que,
+      isPull: () => this.isPull(),
+      isUp: () => this.status() === 'UP',
+      stateOf: (id) => this.stateOf(id),
+      runs: {
+        add: (id, msg, status) => void this.run.set(id, { id, msg, finishing: false, jobStatus: status, hasStatus: true, timers: [] }),
+        get: (id) => this.run.get(id),
+        delete: (id) => void this.run.delete(id),
+        leased: () => {
+          let n = 0;
+          for (const r of this.run.values()) if (r.msg.lease) n++;
+          return n;
+        },
+      },
+      queued: (entry) => this.queued(entry),
+      counted: (event, id) => {
+        if ('from' in event) this.errIds.delete(id);
+        else if (event.to === 'err') {
+          this.errIds.add(id);
+          this.stats.messageFinished('err');
+        } else {
+          this.counts.done++;
+          this.stats.messageFinished('done');
+        }
+      },
+      create: async (input, extra, files, syncDirs) => {
+        const { msg, entry } = await this.d.store.create(
+          (id) => {
+            const m = buildMessage(input, id, this.fullId(id), nowSec());
+            extra(m);
+            return m;
+          },
+          'que',
+          { files, syncDirs },
+        );
+        this.stats.messageCreated();
+        this.queued(entry!);
+        return msg;
+      },
+    });
     this.applyConfig();
+  }
+
+  /** A pull queue: no script, so external workers lease its messages (pull.ts) and nothing is forked. */
+  isPull(): boolean {
+    return this.config.script === '';
   }
 
   /** Derived state of the config: coalescing index, worker environment, script check. */
@@ -274,6 +331,17 @@ export class QueueEngine {
     // Ids moved back from run/: their index entries predate the run (a resend changes due).
     const fromRun = new Set<string>();
     for (const id of store.listFlat('run')) {
+      let leased: Message | undefined;
+      try {
+        leased = store.readMsg('run', id);
+      } catch {
+        leased = undefined;
+      }
+      if (leased?.lease) {
+        // An external worker's lease outlives the process; pull.ts ends it at its TTR.
+        this.pull.adopt(id, leased, leased.lease);
+        continue;
+      }
       const orphan = this.liveOrphan(id);
       if (orphan) {
         try {
@@ -320,7 +388,9 @@ export class QueueEngine {
     if (index.lines !== entries.length || reindexed > 0) this.compactIndex();
     // Off the critical path: counts of the final states.
     setImmediate(() => {
-      this.errIds.addAll(store.listFlat('err'));
+      const errs = store.listFlat('err');
+      this.errIds.addAll(errs);
+      this.pull.load(entries, errs);
       this.counts = { done: store.countHashed('done'), relayed: store.countHashed('relayed') };
     });
     this.tick = setInterval(() => this.onTick(), TICK_MS);
@@ -384,7 +454,7 @@ export class QueueEngine {
     if (before !== this.admin) {
       this.d.log.info({ admin: this.admin }, 'admin status changed');
       if (this.admin === 'UP') {
-        setImmediate(() => this.pump());
+        setImmediate(() => this.onReady());
         void this.cron.check();
       }
     }
@@ -669,11 +739,18 @@ export class QueueEngine {
     return this.fullId(msg.msg_id);
   }
 
-  /** A message has entered que: list it and dispatch. */
+  /** A message has entered que: list it and dispatch (a script, or a waiting lease). */
   private queued(entry: QueEntry): void {
     this.que.insert(entry);
     this.d.log.debug({ msg_id: entry.id }, 'message queued');
+    this.pull.noticeQueued(entry);
+    this.onReady();
+  }
+
+  /** Messages may have become ready: start scripts, serve waiting leases. */
+  private onReady(): void {
     this.pump();
+    this.pull.wake();
   }
 
   /** single_que: the first waiting message's id if any is waiting, else a new message. */
@@ -791,7 +868,11 @@ export class QueueEngine {
     const { store } = this.d;
     switch (state) {
       case 'run':
-        throw new RqError('RQ_NOT_IN_STATE', 'msg is running - destroy it first');
+        if (!this.run.get(id)?.msg.lease) throw new RqError('RQ_NOT_IN_STATE', 'msg is running - destroy it first');
+        // An external worker's lease has no process to stop.
+        this.pull.forgetLease(id);
+        this.run.delete(id);
+        break;
       case 'prep':
         this.prep = this.prep.filter((p) => p !== id);
         break;
@@ -803,6 +884,7 @@ export class QueueEngine {
         break;
       case 'err':
         this.errIds.delete(id);
+        this.pull.forgetDead(id);
         break;
       case 'done':
       case 'relayed':
@@ -834,8 +916,9 @@ export class QueueEngine {
     if (state !== 'que') throw new RqError('RQ_NOT_IN_STATE', 'msg not in runnable state');
     const entry = this.que.get(id);
     if (!entry) throw new RqError('RQ_NOT_FOUND', 'msg not found');
-    const head = this.que.head()!;
-    const due = Math.min(nowSec(), Math.floor(head.dueMs / 1000) - 1);
+    // The first message in run order, due now or not: the moved one goes before it.
+    const first = this.que.slice(0, 1)[0]!;
+    const due = Math.min(nowSec(), Math.floor(first.dueMs / 1000) - 1);
     const msg = this.d.store.readMsg('que', id);
     msg.due = due;
     this.d.store.writeMsg('que', id, msg);
@@ -860,26 +943,26 @@ export class QueueEngine {
    */
   pump(): void {
     if (this.oper === 'SCRIPTERROR') this.retryStuckRuns();
-    if (this.status() !== 'UP') return;
-    while (this.liveWorkers() < this.config.num_workers) {
-      const candidate = this.candidate();
-      if (!candidate) return;
-      const waitMs = candidate.dueMs - Date.now();
-      if (waitMs > 0) {
-        this.armDueTimer(candidate.dueMs);
-        return;
+    if (this.status() === 'UP' && !this.isPull()) {
+      while (this.liveWorkers() < this.config.num_workers) {
+        const candidate = this.candidate();
+        if (!candidate) break;
+        this.startRun(candidate);
+        if (this.status() !== 'UP') break;
       }
-      this.startRun(candidate);
-      if (this.status() !== 'UP') return;
     }
+    // The next delayed message wakes the scheduler and the waiting leases when it comes due.
+    const next = this.que.nextDueMs();
+    if (next !== undefined) this.armDueTimer(next);
   }
 
+  /** The first ready message no running message blocks (spec/rq.md §2.4 blocking params). */
   private candidate(): QueEntry | undefined {
     const blocking = this.config.blocking_params;
     if (blocking.length === 0) return this.que.head();
     const busy = new Set<string>();
     for (const r of this.run.values()) if (!r.finishing) busy.add(paramKey(entryFromMessage(r.msg), blocking));
-    for (const e of this.que) if (!busy.has(paramKey(e, blocking))) return e;
+    for (const e of this.que.readyEntries()) if (!busy.has(paramKey(e, blocking))) return e;
     return undefined;
   }
 
@@ -891,7 +974,7 @@ export class QueueEngine {
       () => {
         this.dueTimer = undefined;
         this.dueTimerAt = Infinity;
-        this.pump();
+        this.onReady();
       },
       Math.min(Math.max(atMs - Date.now(), 0), 2 ** 31 - 1),
     );
@@ -993,7 +1076,7 @@ export class QueueEngine {
   /** While SCRIPTERROR: spawn the runs that have no worker once the script is runnable. */
   private retryStuckRuns(): void {
     for (const r of this.run.values()) {
-      if (!r.worker && !r.orphan && !r.finishing && !this.spawnFor(r)) return;
+      if (!r.worker && !r.orphan && !r.finishing && !r.msg.lease && !this.spawnFor(r)) return;
     }
     if (this.oper === 'SCRIPTERROR' && this.runnableScript() !== undefined) this.oper = 'UP';
   }

@@ -107,15 +107,17 @@ watchHints(
 
 engine.start();
 
-const server = createRpcServer(async (command, argument) => {
+const server = createRpcServer(async (command, argument, conn) => {
   if (command === 'shutdown') {
     setImmediate(() => exit(0));
     return '["ok"]';
   }
-  const reply = await runCommand(engine, log, command, argument);
+  const reply = await runCommand(engine, log, command, argument, conn);
   return Array.isArray(reply) && reply.length === 1 && reply[0] === 'ERROR' ? '[ "ERROR" ]' : JSON.stringify(reply);
 });
 fs.rmSync(layout.socket, { force: true });
+// A long queue name's socket lives in queues/.sockets/ (layout.ts).
+fs.mkdirSync(path.dirname(layout.socket), { recursive: true });
 server.listen(layout.socket, () => log.info({ socket: layout.socket }, 'queue started'));
 server.on('error', (e) => fatal(`cannot serve ${layout.socket}: ${e.message}`));
 

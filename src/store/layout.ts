@@ -3,7 +3,14 @@
  * real directory `queues/`; `queue -> queues` is kept for RQ compatibility, and every
  * path RQ shows to users (`path` of a message, attachment paths, `RQ_MSG_DIR`) goes
  * through `queue/`, as RQ's did. Nothing here touches the disk except `ensureQueueDirs`.
+ *
+ * Queue names of the protocols' rule may be 255 bytes long (names.ts). Where a path
+ * built from such a name would not fit, it is shortened the same way for every process:
+ * a flag file name longer than a file name may be (255 bytes) keeps a prefix of the
+ * queue name plus a hash of it, and a socket path longer than a Unix socket address
+ * (107 bytes) becomes `queues/.sockets/<hash>.sock`.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { HASHED_STATES, STATES, type State } from '../domain/states.js';
@@ -43,6 +50,8 @@ export interface QueueLayout {
   indexFile: string;
   /** When each cron entry last fired (queue/cron.ts). */
   cronFile: string;
+  /** A pull queue's external ids, one symlink each (ext-ids.ts). */
+  idsDir: string;
   /**
    * Messages a clean has taken out of their state, named `<state>.<id>`, until their
    * files are deleted (message-store.ts `discard`, disk-usage.ts `emptyTrash`).
@@ -57,6 +66,24 @@ export interface QueueLayout {
   displayPath(state: State, id: string): string;
   /** Absolute, through the `queue` symlink (RQ_MSG_DIR, attachment paths). */
   publicPath(state: State, id: string): string;
+}
+
+/** Linux's longest file name (NAME_MAX) and Unix socket path (sun_path less its NUL). */
+const NAME_MAX = 255;
+const SOCKET_PATH_MAX = 107;
+
+const nameHash = (name: string): string => createHash('sha256').update(name).digest('hex').slice(0, 32);
+
+/** `<name><suffix>`, or a prefix of the name, `~`, its hash and the suffix when that is too long for a file name. */
+export function fittedFileName(name: string, suffix: string): string {
+  const whole = `${name}${suffix}`;
+  if (Buffer.byteLength(whole) <= NAME_MAX) return whole;
+  return `${name.slice(0, 160)}~${nameHash(name)}${suffix}`;
+}
+
+function socketPath(root: RootLayout, dir: string, name: string): string {
+  const inDir = path.join(dir, 'queue.sock');
+  return Buffer.byteLength(inDir) <= SOCKET_PATH_MAX ? inDir : path.join(root.queuesDir, '.sockets', `${nameHash(name)}.sock`);
 }
 
 function relMsgPath(state: State, id: string): string {
@@ -74,12 +101,13 @@ export function queueLayout(root: RootLayout, name: string): QueueLayout {
     dir,
     configFile: path.join(dir, 'config.json'),
     pidFile: path.join(dir, 'queue.pid'),
-    socket: path.join(dir, 'queue.sock'),
+    socket: socketPath(root, dir, name),
     indexFile: path.join(dir, 'que.index'),
     cronFile: path.join(dir, 'cron.json'),
+    idsDir: path.join(dir, 'ids'),
     trashDir: path.join(dir, '.trash'),
-    downFlag: path.join(root.configDir, `${name}.down`),
-    pauseFlag: path.join(root.configDir, `${name}.pause`),
+    downFlag: path.join(root.configDir, fittedFileName(name, '.down')),
+    pauseFlag: path.join(root.configDir, fittedFileName(name, '.pause')),
     stateDir: (state) => path.join(dir, state),
     msgDir: (state, id) => path.join(dir, relMsgPath(state, id)),
     displayPath: (state, id) => path.join('queue', name, relMsgPath(state, id)),

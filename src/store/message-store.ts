@@ -34,6 +34,15 @@ export interface MoveOptions {
   msg?: Message;
   /** Write this job status as part of the move. */
   status?: JobStatus;
+  /** Write these attachments (`attach/<name>`, names already checked) as part of the move. */
+  files?: Readonly<Record<string, Buffer>>;
+}
+
+export interface CreateOptions {
+  /** Attachments (`attach/<name>`, names already checked) written with the message. */
+  files?: Readonly<Record<string, Buffer>>;
+  /** More directories to fsync with the commit (one the build step added an entry to). */
+  syncDirs?: string[];
 }
 
 /** A new message, with its que index entry when it went straight to `que`. */
@@ -44,11 +53,15 @@ export interface Created {
 
 export interface MessageStore {
   /** Allocate an id, write `msg` and commit it to `prep` or straight to `que`. */
-  create(build: (shortId: string) => Message, to: 'prep' | 'que'): Promise<Created>;
+  create(build: (shortId: string) => Message, to: 'prep' | 'que', opts?: CreateOptions): Promise<Created>;
   /** A durable move into `que`, saving `msg` (the index is made from it); returns the index entry. */
-  enqueue(id: string, from: 'prep' | 'run', opts: MoveOptions & { msg: Message }): Promise<QueEntry>;
+  enqueue(id: string, from: 'prep' | 'run' | 'err', opts: MoveOptions & { msg: Message }): Promise<QueEntry>;
   /** A durable move into a final state. */
   move(id: string, from: State, to: 'done' | 'relayed' | 'err', opts?: MoveOptions): Promise<void>;
+  /** que → run for an external worker's lease, durable, saving `msg` (which holds the lease). */
+  lease(id: string, msg: Message): Promise<void>;
+  /** Rewrite a message where it is, durably (a `que` message gets its new index line). */
+  rewrite(state: State, id: string, opts: MoveOptions & { msg: Message }): Promise<void>;
   /** que → run, a bare rename (see above). */
   claim(id: string): void;
   remove(state: State, id: string): void;
@@ -158,10 +171,11 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     return dirs;
   }
 
-  function openForWrite(file: string, content: string): number {
+  function openForWrite(file: string, content: string | Buffer): number {
     const fd = fs.openSync(file, 'w');
     try {
-      fs.writeSync(fd, content);
+      const data = typeof content === 'string' ? Buffer.from(content) : content;
+      for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off);
     } catch (e) {
       fs.closeSync(fd);
       throw e;
@@ -177,14 +191,22 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     }
   }
 
-  /** The one durable move of a message directory; `journal` is its que index line. */
-  async function transfer(id: string, from: State, to: State, opts: MoveOptions, journal?: string): Promise<void> {
-    if (!isLegalMove(from, to)) throw new RqError('RQ_NOT_IN_STATE', `illegal move ${from} → ${to} for ${id}`);
-    const src = q.msgDir(from, id);
-    const dst = q.msgDir(to, id);
-    const fds: number[] = [];
-    const renames: Array<[string, string]> = [];
+  /** Write each file as `attach/<name>.tmp` in `dir`; returns their fds and the renames that put them in place. */
+  function stageFiles(dir: string, files: Readonly<Record<string, Buffer>>, fds: number[], renames: Array<[string, string]>): void {
+    const attach = path.join(dir, 'attach');
+    fs.mkdirSync(attach, { recursive: true });
+    for (const [name, data] of Object.entries(files)) {
+      const tmp = path.join(attach, `${name}.tmp`);
+      fds.push(openForWrite(tmp, data));
+      renames.push([tmp, path.join(attach, name)]);
+    }
+    fds.push(fs.openSync(attach, 'r'));
+  }
+
+  /** The files of a rewrite or move: new attachments, msg and status, staged as tmp files in `src`. */
+  function stageContents(id: string, from: State, src: string, opts: MoveOptions, fds: number[], renames: Array<[string, string]>): void {
     try {
+      if (opts.files) stageFiles(src, opts.files, fds, renames);
       if (opts.msg) {
         fds.push(openForWrite(path.join(src, 'tmp'), JSON.stringify(opts.msg)));
         renames.push([path.join(src, 'tmp'), path.join(src, 'msg')]);
@@ -195,11 +217,21 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       } else {
         fds.push(...maybeOpen(path.join(src, 'status')));
       }
-      if (from === 'prep') fds.push(...maybeOpen(path.join(src, 'attach')));
+      if (from === 'prep' && !opts.files) fds.push(...maybeOpen(path.join(src, 'attach')));
     } catch (e) {
       for (const fd of fds) fs.closeSync(fd);
       throw notInState(id, from, e);
     }
+  }
+
+  /** The one durable move of a message directory; `journal` is its que index line. */
+  async function transfer(id: string, from: State, to: State, opts: MoveOptions, journal?: string): Promise<void> {
+    if (!isLegalMove(from, to)) throw new RqError('RQ_NOT_IN_STATE', `illegal move ${from} → ${to} for ${id}`);
+    const src = q.msgDir(from, id);
+    const dst = q.msgDir(to, id);
+    const fds: number[] = [];
+    const renames: Array<[string, string]> = [];
+    stageContents(id, from, src, opts, fds, renames);
     const syncDirs = HASHED_STATES.has(to) ? ensureHashedParent(dst) : [q.stateDir(to)];
     if (renames.length > 0) syncDirs.push(dst);
     renames.push([src, dst]);
@@ -217,7 +249,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
   }
 
   return {
-    async create(build, to) {
+    async create(build, to, opts = {}) {
       const ts = idTimestamp(new Date());
       const tmpDir = path.join(q.stateDir('prep'), `_${ts}.${process.pid}.${seq++}`);
       fs.mkdirSync(tmpDir);
@@ -227,6 +259,13 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
         const shortId = `${ts}.${fs.statSync(tmpDir).ino}`;
         msg = build(shortId);
         fds.push(openForWrite(path.join(tmpDir, 'msg'), JSON.stringify(msg)));
+        if (opts.files) {
+          // Written in place: the whole directory is renamed into its state at once.
+          const attach = path.join(tmpDir, 'attach');
+          fs.mkdirSync(attach);
+          for (const [name, data] of Object.entries(opts.files)) fds.push(openForWrite(path.join(attach, name), data));
+          fds.push(fs.openSync(attach, 'r'));
+        }
         fds.push(fs.openSync(tmpDir, 'r'));
       } catch (e) {
         for (const fd of fds) fs.closeSync(fd);
@@ -238,7 +277,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
         fsyncFds: fds,
         ...(entry ? { journal: journalLine(entry) } : {}),
         renames: [[tmpDir, q.msgDir(to, msg.msg_id)]],
-        syncDirs: [q.stateDir(to)],
+        syncDirs: [q.stateDir(to), ...(opts.syncDirs ?? [])],
       });
       return entry ? { msg, entry } : { msg };
     },
@@ -250,6 +289,17 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     },
 
     move: (id, from, to, opts = {}) => transfer(id, from, to, opts),
+
+    lease: (id, msg) => transfer(id, 'que', 'run', { msg }),
+
+    async rewrite(state, id, opts) {
+      const dir = q.msgDir(state, id);
+      const fds: number[] = [];
+      const renames: Array<[string, string]> = [];
+      stageContents(id, state, dir, opts, fds, renames);
+      const journal = state === 'que' ? journalLine(entryFromMessage(opts.msg)) : undefined;
+      await committer.commit({ fsyncFds: fds, renames, syncDirs: [dir], ...(journal ? { journal } : {}) });
+    },
 
     claim(id) {
       try {

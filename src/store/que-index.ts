@@ -23,6 +23,31 @@ export interface QueEntry {
   dest: unknown;
   /** param1..param4, `null` when absent. */
   params: readonly unknown[];
+  /** Pull messages only (pull.ts): the ready order (see que-list.ts) and the TTL. */
+  pull?: PullOrder;
+}
+
+/** A pull message's place among ready messages, and when it expires. */
+export interface PullOrder {
+  /** `priority`: higher first. */
+  p: number;
+  /** `rank`: instead of the due time, epoch ms. */
+  r?: number;
+  /** `sort_key`: instead of the id. */
+  k?: string;
+  /** `expires_at`, epoch ms. */
+  e?: number;
+}
+
+/** The pull order of a message, or undefined when it has none of those fields. */
+function pullOrder(msg: { priority?: unknown; rank?: unknown; sort_key?: unknown; expires_at?: unknown }): PullOrder | undefined {
+  const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+  const p = num(msg.priority);
+  const r = num(msg.rank);
+  const k = typeof msg.sort_key === 'string' ? msg.sort_key : undefined;
+  const e = num(msg.expires_at);
+  if (p === undefined && r === undefined && k === undefined && e === undefined) return undefined;
+  return { p: p ?? 0, ...(r !== undefined ? { r } : {}), ...(k !== undefined ? { k } : {}), ...(e !== undefined ? { e } : {}) };
 }
 
 /** Most messages have no params: they share one array (100,000 entries stay small). */
@@ -33,17 +58,19 @@ function compactParams(params: readonly unknown[]): readonly unknown[] {
 }
 
 export function entryFromMessage(msg: Message): QueEntry {
+  const pull = pullOrder(msg);
   return {
     id: msg.msg_id,
     due: msg.due,
     dueMs: dueMs(msg),
     dest: msg.dest,
     params: compactParams(PARAM_KEYS.map((k) => msg[k] ?? null)),
+    ...(pull ? { pull } : {}),
   };
 }
 
 export function journalLine(e: QueEntry): string {
-  return `${JSON.stringify([e.id, e.due, e.dest, e.params])}\n`;
+  return `${JSON.stringify(e.pull ? [e.id, e.due, e.dest, e.params, e.pull] : [e.id, e.due, e.dest, e.params])}\n`;
 }
 
 /**
@@ -63,9 +90,10 @@ export function readIndex(file: string): { entries: Map<string, QueEntry>; lines
     if (!line) continue;
     lines++;
     try {
-      const [id, due, dest, params] = JSON.parse(line) as [string, unknown, unknown, unknown[]];
+      const [id, due, dest, params, pull] = JSON.parse(line) as [string, unknown, unknown, unknown[], PullOrder?];
       if (typeof id === 'string' && Array.isArray(params)) {
-        out.set(id, { id, due, dueMs: dueMs({ due }), dest, params: compactParams(params) });
+        const order = pull && typeof pull === 'object' ? pullOrder({ priority: pull.p, rank: pull.r, sort_key: pull.k, expires_at: pull.e }) : undefined;
+        out.set(id, { id, due, dueMs: dueMs({ due }), dest, params: compactParams(params), ...(order ? { pull: order } : {}) });
       }
     } catch {
       // a torn line from a crash mid-append: the listing check repairs it

@@ -19,14 +19,14 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { coerceError } from '../domain/errors.js';
 import { isPlainObject } from '../domain/message.js';
-import { isValidQueueName } from '../domain/names.js';
+import { isProtocolQueueName, isRqQueueName, isValidQueueName } from '../domain/names.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../domain/queue-config.js';
 import { rubyToI } from '../domain/ruby.js';
 import { createRpcServer, rpcCall } from '../client/rpc.js';
 import type { Logger } from '../lib/logger.js';
 import { QUEUE_MAIN, WEB_MAIN } from '../lib/install-root.js';
 import { writeFileDurably } from '../store/atomic.js';
-import { ensureQueueDirs, queueLayout, type RootLayout } from '../store/layout.js';
+import { ensureQueueDirs, fittedFileName, queueLayout, type RootLayout } from '../store/layout.js';
 import { RQ_VERSION } from '../queue/queue-engine.js';
 import { readLinkedConfig } from '../store/config-files.js';
 import { isRunnable, resolveScript } from '../worker/runner.js';
@@ -174,8 +174,10 @@ export class Supervisor {
         const { dir } = queueLayout(this.o.root, p.name);
         try {
           const ino = fs.statSync(dir).ino;
-          fs.renameSync(dir, `${dir}.deleted.${ino}`);
-          log.info({ queue: p.name, to: `${p.name}.deleted.${ino}` }, 'queue deleted');
+          // names.ts refuses this suffix, so the directory is never taken for a live queue.
+          const to = fittedFileName(p.name, `.deleted.${ino}`);
+          fs.renameSync(dir, path.join(path.dirname(dir), to));
+          log.info({ queue: p.name, to }, 'queue deleted');
         } catch (e) {
           log.error({ queue: p.name, err: coerceError(e).message }, 'cannot rename deleted queue');
         }
@@ -281,6 +283,8 @@ export class Supervisor {
           return await this.createQueue(argument);
         case 'create_queue_link':
           return await this.createQueueLink(argument);
+        case 'create_pull_queue':
+          return await this.createPullQueue(argument);
         case 'delete_queue':
           return this.deleteQueue(argument);
         default:
@@ -343,7 +347,7 @@ export class Supervisor {
     if (!isPlainObject(raw)) return ['fail', 'queue not created'];
     const name = raw['name'];
     if (typeof name === 'string' && this.isTaken(name)) return ['fail', 'already created'];
-    if (!isValidQueueName(name)) return ['fail', 'queue name has invalid characters'];
+    if (!isRqQueueName(name)) return ['fail', 'queue name has invalid characters'];
     const config = normaliseQueueConfig(raw);
     return this.provision(name, config.script, (configFile) => writeFileDurably(configFile, serialiseQueueConfig(config)));
   }
@@ -365,9 +369,37 @@ export class Supervisor {
     if (fail) return ['fail', fail];
     const name = raw['name'] as string;
     if (this.isTaken(name)) return ['fail', 'queue is already running'];
-    if (!isValidQueueName(name)) return ['fail', 'queue name has invalid characters'];
+    if (!isRqQueueName(name)) return ['fail', 'queue name has invalid characters'];
     const file = path.resolve(this.o.root.root, argument);
     return this.provision(name, raw['script'] as string, (configFile) => fs.symlinkSync(fs.realpathSync(file), configFile), { config: file });
+  }
+
+  /**
+   * create_pull_queue (beyond RQ): the queue a pull front door makes on first use, named
+   * by the protocols' rule (names.ts), with no script, so its messages wait for external
+   * workers to lease them. Answers `["ok", name]` when the queue runs, whether it was
+   * made now or already there (two front doors may race to make it).
+   */
+  private async createPullQueue(name: string): Promise<unknown> {
+    if (!isProtocolQueueName(name)) return ['fail', 'queue name has invalid characters'];
+    const existing = this.queues.get(name);
+    if (existing) {
+      if (existing.mark === 'DELETE') return ['fail', 'queue is being deleted'];
+      return ['ok', name];
+    }
+    const q = queueLayout(this.o.root, name);
+    if (!fs.existsSync(q.configFile)) {
+      try {
+        ensureQueueDirs(q);
+        writeFileDurably(q.configFile, serialiseQueueConfig(normaliseQueueConfig({ name, script: '', num_workers: 0 })));
+      } catch (e) {
+        this.o.log.error({ queue: name, err: coerceError(e).message }, 'pull queue not created');
+        return ['fail', 'queue not created'];
+      }
+    }
+    if (!this.queues.has(name)) await this.startQueue(name);
+    this.o.log.info({ queue: name }, 'pull queue created');
+    return ['ok', name];
   }
 
   /**

@@ -22,6 +22,9 @@ const HTTP_STATUS = {
   RQ_FORBIDDEN: 403,
   RQ_UPSTREAM: 500,
   RQ_TOO_LARGE: 413,
+  RQ_DUPLICATE: 409,
+  RQ_STALE: 409,
+  RQ_NOT_PULL: 409,
 } as const satisfies Record<ErrorCode, number>;
 
 /** An error whose body is exactly `text` (RQ's bare texts), not `<status> - <text>`. */

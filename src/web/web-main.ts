@@ -2,7 +2,9 @@
  * The web process: `node dist/src/web/web-main.js`, started by rq-mgr. It listens on the
  * config's `addr:port` and exits when rq-mgr goes away (its IPC channel closes) or on TERM.
  * At start it warns when RQ's Ruby router rules are there without rq's JSON ones, since
- * only the JSON file puts the web in router mode.
+ * only the JSON file puts the web in router mode. It also serves the pull front doors
+ * that `config.json` `protocols` enables (src/protocols/servers.ts), each on its own port;
+ * one that cannot listen is fatal, as the web's own port is.
  */
 import { explain } from '../domain/errors.js';
 import { installRoot } from '../lib/install-root.js';
@@ -10,6 +12,7 @@ import { createLogger } from '../lib/logger.js';
 import { rubyRulesWarning } from '../router/rules.js';
 import { readMainConfig } from '../store/config-files.js';
 import { rootLayout } from '../store/layout.js';
+import { startProtocolServers } from '../protocols/servers.js';
 import { createApp } from './app.js';
 
 const root = rootLayout(installRoot());
@@ -32,9 +35,13 @@ try {
 const rubyRules = rubyRulesWarning(root.configDir);
 if (rubyRules) log.warn(rubyRules);
 const port = Number(config.port);
+const protocols = startProtocolServers(root, config, log).catch((e: unknown) => {
+  log.fatal({ err: explain(e) }, 'a protocol front door cannot start. Exiting');
+  exit(1);
+});
 const server = createApp({ root, config, log }).listen(port, config.addr, () => {
   log.info({ addr: config.addr, port }, `web listening on http://${config.addr}:${port}${config.relativeRoot}`);
-  process.send?.({ type: 'listening' });
+  void protocols.then(() => process.send?.({ type: 'listening' }));
 });
 // One request per connection (spec/rq.md §4.4): the head within 5 s, the whole request within 120 s.
 server.headersTimeout = 5_000;
@@ -44,6 +51,9 @@ server.on('error', (e) => {
   exit(1);
 });
 process.on('SIGTERM', () => {
+  void protocols.then((servers) => {
+    for (const s of servers) s.close();
+  });
   server.close(() => exit(0));
   // A live tail keeps its connection open; the browser reconnects (Last-Event-ID) to the next web process.
   server.closeAllConnections();

@@ -254,7 +254,7 @@ export function useTestRoot(): () => TestRoot {
 }
 
 /** A port that was free on 127.0.0.1 a moment ago. */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);

@@ -1,22 +1,22 @@
 // Queue names (spec/rq.md §10.1): the one check every front door makes before a name
 // becomes a path.
 import { describe, expect, it } from 'vitest';
-import { isValidQueueName } from '../../src/domain/names.js';
+import { isProtocolQueueName, isRqQueueName, isValidQueueName } from '../../src/domain/names.js';
 
-describe('isValidQueueName', () => {
+describe('isRqQueueName (RQ’s own forms)', () => {
   it.each([['bad que test'], ['bad.que.test'], ['bad/que/test']])('refuses %j, as test_que_create_naming.sh expects', (name) => {
-    expect(isValidQueueName(name)).toBe(false);
+    expect(isRqQueueName(name)).toBe(false);
   });
 
   it.each([...' "#$%&\'()*+,./:;<=>?@[]^`{|}~'].map((c) => [c]))('refuses a name containing %j', (c) => {
-    expect(isValidQueueName(`a${c}b`)).toBe(false);
-    expect(isValidQueueName(c)).toBe(false);
+    expect(isRqQueueName(`a${c}b`)).toBe(false);
+    expect(isRqQueueName(c)).toBe(false);
   });
 
   it.each([['\t'], ['\n'], ['\r'], ['\0'], ['\x1b'], ['\x7f'], ['\\']])(
     'refuses the control character or backslash %j',
     (c) => {
-      expect(isValidQueueName(`a${c}b`)).toBe(false);
+      expect(isRqQueueName(`a${c}b`)).toBe(false);
     },
   );
 
@@ -34,18 +34,42 @@ describe('isValidQueueName', () => {
     ['队列'],
     ['rq🚀'],
   ])('allows %j', (name) => {
-    expect(isValidQueueName(name)).toBe(true);
+    expect(isRqQueueName(name)).toBe(true);
   });
 
   it('refuses the empty string and non-strings', () => {
-    expect(isValidQueueName('')).toBe(false);
-    expect(isValidQueueName(undefined)).toBe(false);
-    expect(isValidQueueName(42)).toBe(false);
-    expect(isValidQueueName(['test'])).toBe(false);
+    expect(isRqQueueName('')).toBe(false);
+    expect(isRqQueueName(undefined)).toBe(false);
+    expect(isRqQueueName(42)).toBe(false);
+    expect(isRqQueueName(['test'])).toBe(false);
   });
 
   it('allows up to 128 characters', () => {
-    expect(isValidQueueName('q'.repeat(128))).toBe(true);
-    expect(isValidQueueName('q'.repeat(129))).toBe(false);
+    expect(isRqQueueName('q'.repeat(128))).toBe(true);
+    expect(isRqQueueName('q'.repeat(129))).toBe(false);
+  });
+});
+
+describe('isProtocolQueueName (the pull front doors)', () => {
+  it.each([['ns.queue'], ['a-b_c.d'], ['x'.repeat(255)], ['db$(1)+2'], ['_private']])('allows %j', (name) => {
+    expect(isProtocolQueueName(name)).toBe(true);
+  });
+
+  it.each([['x'.repeat(256)], [''], ['.hidden'], ['.'], ['..'], ['a/b'], ['a b'], ['café'], ['q.deleted.123'], ['a\nb']])('refuses %j', (name) => {
+    expect(isProtocolQueueName(name)).toBe(false);
+  });
+});
+
+describe('isValidQueueName (any queue, before a name becomes a path)', () => {
+  it('takes a name of either rule', () => {
+    expect(isValidQueueName('wow!')).toBe(true); // RQ's rule only
+    expect(isValidQueueName('ns.queue')).toBe(true); // the protocols' rule only
+    expect(isValidQueueName('x'.repeat(200))).toBe(true);
+  });
+
+  it('never takes a deleted queue’s directory or a hidden name', () => {
+    expect(isValidQueueName('jobs.deleted.4242')).toBe(false);
+    expect(isValidQueueName('.sockets')).toBe(false);
+    expect(isValidQueueName('..')).toBe(false);
   });
 });

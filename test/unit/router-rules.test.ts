@@ -148,7 +148,7 @@ describe('parseRules: every mistake names the rule and the field', () => {
     ['a URL with credentials', [{ ...ok, action: 'relay', route: ['http://u:p@h/q/x'] }], '"route" host "http://u:p@h/q/x" starts with "http"'],
     ['a URL with no host', [{ ...ok, action: 'relay', route: ['http:///q/x'] }], '"route" host "http:///q/x" starts with "http"'],
     ['a URL with an empty queue', [{ ...ok, action: 'relay', route: ['http://h/q/'] }], 'rule 1 ("r"): "route" host "http://h/q/" does not end in a valid queue name after /q/, got ""'],
-    ['a URL with a bad queue name', [{ ...ok, action: 'relay', route: ['http://h/q/a.b'] }], '"route" host "http://h/q/a.b" does not end in a valid queue name after /q/, got "a.b"'],
+    ['a URL with a bad queue name', [{ ...ok, action: 'relay', route: ['http://h/q/.b'] }], '"route" host "http://h/q/.b" does not end in a valid queue name after /q/, got ".b"'],
     ['hosts mixed with groups', [{ ...ok, action: 'relay', route: ['a', ['b']] }], 'rule 1 ("r"): "route" must be all hosts or all arrays of hosts, not a mix'],
     ['an empty group', [{ ...ok, action: 'relay', route: [['a'], []] }], 'rule 1 ("r"): "route" has an empty array of hosts'],
     ['groups for balance', [{ ...ok, action: 'balance', route: [['a'], ['b']] }], 'rule 1 ("r"): "route" with arrays of hosts is for relay only'],

@@ -11,7 +11,9 @@ const LEGAL: ReadonlyArray<[State, State]> = [
   ['run', 'done'],
   ['run', 'relayed'],
   ['run', 'err'],
-  ['run', 'que'], // resend, or start-up recovery
+  ['run', 'que'], // resend, start-up recovery, or a pull lease that ends
+  ['err', 'que'], // a pull queue's dead letter respawned
+  ['err', 'done'], // a pull queue's dead letter acknowledged
 ];
 
 describe('STATES', () => {
@@ -41,10 +43,10 @@ describe('TRANSITIONS', () => {
     expect(isLegalMove(from, to)).toBe(false);
   });
 
-  it('has no way out of a final state: a clone is a new message', () => {
-    for (const s of ['done', 'err', 'relayed'] as const) expect(TRANSITIONS[s]).toEqual([]);
+  it('has no way out of done or relayed: a clone is a new message; err is left only as a dead letter is', () => {
+    for (const s of ['done', 'relayed'] as const) expect(TRANSITIONS[s]).toEqual([]);
     expect(isLegalMove('done', 'que')).toBe(false);
-    expect(isLegalMove('err', 'que')).toBe(false);
+    expect([...TRANSITIONS.err].sort()).toEqual(['done', 'que']);
   });
 
   it('never runs a message straight from prep', () => {

@@ -1,0 +1,447 @@
+/**
+ * The Cloudq front door (spec/cloudq.md): `POST|PUT /:queue` publishes a job,
+ * `GET /:queue` reserves the oldest ready one, `DELETE /:queue/:id` deletes it, and
+ * `GET /` says hello. A Cloudq queue is the rq queue of the same name (§10), reached
+ * only through the PullClient: this module parses, calls one command and renders; it
+ * keeps no queue state, so a restart of the web process loses no job and no reservation.
+ *
+ * The request pipeline, in this order (every step may end the request):
+ * 1. HTTP Basic auth, when `basicAuth` is configured: a missing or wrong credential is a
+ *    401 with `WWW-Authenticate: Basic` before anything else, the body unread (§1).
+ * 2. The route, by method and path shape (query string ignored): anything else is a 404
+ *    `not found` (§4.4). Paths are split on `/` first and each segment percent-decoded
+ *    after, so `%2F` never makes a new segment.
+ * 3. The queue name: `[A-Za-z0-9_.-]{1,255}` (§1), and also the shared protocol rule of
+ *    names.ts (no leading dot, no `.deleted.<n>` suffix), so a Cloudq name is always
+ *    an rq queue name; anything else is a 400 `invalid queue name`.
+ * 4. Publish only: the body, at most 10 MiB (a 413 `job too large`), parsed as JSON
+ *    whatever the content type says (curl's `-d` sends a form type), or, failing that and
+ *    sent as `application/x-www-form-urlencoded`, as Rack-style nested keys with qs; then
+ *    the job checks of §4.1 in the spec's order, the first failure a 400.
+ *
+ * Stored form (§10): `src` = cloudq, `param1` = klass, `param2` = compact JSON of args
+ * (for RQ scripts and the dashboard), `attach/payload` = the job object minus `id`, as
+ * JSON text, which is what a reserve hands back with the rq short id as `id`. A job of
+ * another front door or of RQ itself reads as `{klass: param1 || <queue>, args: [the
+ * non-null param1..param4]}`, plus `payload` (its JSON value, else its text) when its
+ * `attach/payload` is not a Cloudq job object.
+ *
+ * Reserve leases with owner `cloudq` and no TTR unless `reserveTimeoutMs` is set; the
+ * queue process then puts an expired reservation back in its place with `count + 1`,
+ * or in err once `count` reaches `max_count` (RQ's 15 by default). With `waitMs`, an
+ * empty GET waits inside the queue process; a client that goes away ends the wait and
+ * nothing stays reserved for it (a job leased in the very moment it left is handed back).
+ * A GET never makes a queue: a waiting GET on a queue nobody made yet watches for its
+ * config file until a publish makes it (a GET per unknown name must not start a process).
+ *
+ * Every RqError reaches the client through the one REPLY_OF table; anything else is a
+ * 500 `internal error`, its detail logged.
+ */
+import crypto from 'node:crypto';
+import http from 'node:http';
+import qs from 'qs';
+import { RqError, explain, type ErrorCode } from '../domain/errors.js';
+import { isPlainObject } from '../domain/message.js';
+import { isProtocolQueueName } from '../domain/names.js';
+import type { Logger } from '../lib/logger.js';
+import type { PullClient, PulledJob } from './pull-client.js';
+import type { ProtocolContext } from './servers.js';
+
+/** The `protocols.cloudq` section, checked (its `port` and `addr` are main-config.ts's). */
+export interface CloudqConfig {
+  /** Reserve answers the job's members at the top level, as the Ruby client reads them. @default false */
+  flatReserve: boolean;
+  /** A reservation still held after this long goes back to its place; 0 = held for ever (v0.1.0). @default 0 */
+  reserveTimeoutMs: number;
+  /** An empty GET waits this long for a job before it answers empty; 0 = answer at once (v0.1.0). @default 0 */
+  waitMs: number;
+  /** HTTP Basic auth: one user, one or two accepted passwords (node-cloudq's SECRET and SECRET2). @default none */
+  basicAuth: { user: string; passwords: string[] } | undefined;
+}
+
+const KEYS = ['port', 'addr', 'flatReserve', 'reserveTimeoutMs', 'waitMs', 'basicAuth'] as const;
+/** The longest TTR a Node timer can hold. */
+const MAX_RESERVE_TIMEOUT_MS = 2_147_483_647;
+/** A GET held longer than an hour is a client or proxy problem, not a long poll. */
+const MAX_WAIT_MS = 3_600_000;
+/** §7: the largest request body. */
+const BODY_LIMIT = 10 * 1024 * 1024;
+/**
+ * Past BODY_LIMIT the rest of a body is read and dropped, up to this much in all, so the
+ * client is reading when the 413 comes (closing on unread bytes would reset it). A body
+ * announced or sent beyond this gets its 413 at once and the connection closed.
+ */
+const DRAIN_LIMIT = 64 * 1024 * 1024;
+/** How often a waiting GET looks for the config file of a queue not made yet. */
+const EXISTS_POLL_MS = 100;
+/** Cloudq's queue-name charset (§1); names.ts adds the rules every front door shares. */
+const CLOUDQ_NAME = /^[A-Za-z0-9_.-]{1,255}$/;
+/** Rack-style nested form keys (`job[args][]=a`), as deep and as long as a real job needs. */
+const QS_OPTIONS = { depth: 20, arrayLimit: 10_000, parameterLimit: 100_000 } as const;
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+function badKey(key: string, want: string, got: unknown): RqError {
+  return new RqError('RQ_CONFIG', `Bad config file: "protocols.cloudq.${key}" must be ${want}, got ${JSON.stringify(got)}`);
+}
+
+function intIn(raw: Record<string, unknown>, key: string, max: number): number {
+  const v = raw[key];
+  if (v === undefined) return 0;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > max) throw badKey(key, `an integer number of milliseconds 0..${max}`, v);
+  return v;
+}
+
+/** Check the section's own keys; an unknown key is refused too (a misspelt option would silently be off). */
+export function parseCloudqConfig(raw: Record<string, unknown>): CloudqConfig {
+  for (const key of Object.keys(raw)) {
+    if (!(KEYS as readonly string[]).includes(key)) throw new RqError('RQ_CONFIG', `Bad config file: "protocols.cloudq.${key}" is not a Cloudq key (known: ${KEYS.join(', ')})`);
+  }
+  const flat = raw['flatReserve'] ?? false;
+  if (typeof flat !== 'boolean') throw badKey('flatReserve', 'true or false', flat);
+  let basicAuth: CloudqConfig['basicAuth'];
+  const auth = raw['basicAuth'];
+  if (auth !== undefined && auth !== null) {
+    const want = 'an object {"user": string without ":", "passwords": [one or two non-empty strings]}';
+    if (!isPlainObject(auth)) throw badKey('basicAuth', want, auth);
+    const { user, passwords } = auth;
+    if (typeof user !== 'string' || user === '' || user.includes(':')) throw badKey('basicAuth.user', 'a non-empty string without ":"', user);
+    if (!Array.isArray(passwords) || passwords.length < 1 || passwords.length > 2 || !passwords.every((p) => typeof p === 'string' && p !== '')) {
+      throw badKey('basicAuth.passwords', 'an array of one or two non-empty strings', passwords);
+    }
+    basicAuth = { user, passwords: passwords as string[] };
+  }
+  return {
+    flatReserve: flat,
+    reserveTimeoutMs: intIn(raw, 'reserveTimeoutMs', MAX_RESERVE_TIMEOUT_MS),
+    waitMs: intIn(raw, 'waitMs', MAX_WAIT_MS),
+    basicAuth,
+  };
+}
+
+/** A reply: status, JSON body, extra headers. */
+interface Reply {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+  /** Close the connection after it (a body left unread). */
+  close?: boolean;
+}
+
+const refuse = (status: number, message: string): Reply => ({ status, body: { status: 'error', message } });
+const SUCCESS: Reply = { status: 200, body: { status: 'success' } };
+const EMPTY: Reply = { status: 200, body: { status: 'empty' } };
+const NOT_FOUND = refuse(404, 'not found');
+const INVALID_QUEUE = refuse(400, 'invalid queue name');
+const TOO_LARGE = refuse(413, 'job too large');
+const INTERNAL = refuse(500, 'internal error');
+
+/**
+ * Every RqError code as a Cloudq reply. A missing or no-longer-deletable job is the
+ * §4.3 404; rq-mgr, a queue process or the disk failing is the §4.4 500 (detail logged).
+ */
+const REPLY_OF = {
+  RQ_NOT_FOUND: refuse(404, 'job not found'),
+  RQ_NOT_IN_STATE: refuse(404, 'job not found'),
+  RQ_QUEUE_NOT_FOUND: refuse(404, 'queue not found'),
+  RQ_BAD_MESSAGE: refuse(400, 'invalid job'),
+  RQ_BAD_REQUEST: refuse(400, 'invalid request'),
+  RQ_TOO_LARGE: TOO_LARGE,
+  RQ_QUEUE_DOWN: refuse(503, 'queue is down'),
+  RQ_NOT_PULL: refuse(409, 'queue runs a script; its jobs cannot be reserved'),
+  RQ_DUPLICATE: refuse(409, 'job already exists'),
+  RQ_STALE: refuse(409, 'job changed'),
+  RQ_FORBIDDEN: refuse(403, 'forbidden'),
+  RQ_ATTACH: INTERNAL,
+  RQ_IO: INTERNAL,
+  RQ_PROTOCOL: INTERNAL,
+  RQ_CONFIG: INTERNAL,
+  RQ_UPSTREAM: INTERNAL,
+} as const satisfies Record<ErrorCode, Reply>;
+
+/** The reply for anything a handler threw. */
+function replyOfError(e: unknown): Reply {
+  return e instanceof RqError ? REPLY_OF[e.code] : INTERNAL;
+}
+
+type Route =
+  | { kind: 'hello' }
+  | { kind: 'publish'; queue: string }
+  | { kind: 'reserve'; queue: string }
+  | { kind: 'delete'; queue: string; id: string }
+  | { kind: 'not-found' }
+  | { kind: 'bad-queue' };
+
+function decode(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+function isCloudqQueueName(name: string | undefined): name is string {
+  return name !== undefined && CLOUDQ_NAME.test(name) && isProtocolQueueName(name);
+}
+
+/** Method and path to a route (§4); the query string is ignored. */
+function routeOf(method: string | undefined, url: string | undefined): Route {
+  let path = (url ?? '/').split('?', 1)[0]!;
+  const absolute = /^https?:\/\/[^/]*(\/.*)?$/i.exec(path);
+  if (absolute) path = absolute[1] ?? '/';
+  if (!path.startsWith('/')) return { kind: 'not-found' };
+  if (path === '/') return method === 'GET' ? { kind: 'hello' } : { kind: 'not-found' };
+  const segments = path.slice(1).split('/');
+  let route: Route;
+  if (segments.length === 1 && method === 'GET') route = { kind: 'reserve', queue: segments[0]! };
+  else if (segments.length === 1 && (method === 'POST' || method === 'PUT')) route = { kind: 'publish', queue: segments[0]! };
+  else if (segments.length === 2 && method === 'DELETE') route = { kind: 'delete', queue: segments[0]!, id: segments[1]! };
+  else return { kind: 'not-found' };
+  const queue = decode(route.queue);
+  if (!isCloudqQueueName(queue)) return { kind: 'bad-queue' };
+  if (route.kind !== 'delete') return { ...route, queue };
+  // An id that is not even percent-encoding names no job: the lookup finds nothing.
+  return { ...route, queue, id: decode(route.id) ?? '' };
+}
+
+/** The §4.1 message of the first check a job object fails, or undefined when it is one (§2). */
+function jobProblem(job: unknown): string | undefined {
+  if (!isPlainObject(job)) return 'job object required';
+  if (!Object.hasOwn(job, 'klass')) return 'klass key required';
+  if (typeof job['klass'] !== 'string' || job['klass'] === '') return 'klass must be a string';
+  if (!Object.hasOwn(job, 'args')) return 'args key required';
+  if (!Array.isArray(job['args'])) return 'args must be an array';
+  return undefined;
+}
+
+/** The job of a publish body (wrapped, or unwrapped when it has no `job` and has `klass`), or the §4.1 message. */
+function checkJob(body: unknown): { job: Record<string, unknown> } | { message: string } {
+  if (!isPlainObject(body)) return { message: 'job object required' };
+  const job = Object.hasOwn(body, 'job') ? body['job'] : Object.hasOwn(body, 'klass') ? body : undefined;
+  const problem = jobProblem(job);
+  return problem === undefined ? { job: job as Record<string, unknown> } : { message: problem };
+}
+
+/** The body as JSON, else (form-typed) as nested form keys; undefined when it is neither. */
+function parseBody(bytes: Buffer, contentType: string | undefined): unknown {
+  let text = bytes.toString('utf8');
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    const type = (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase();
+    return type === 'application/x-www-form-urlencoded' ? qs.parse(text, QS_OPTIONS) : undefined;
+  }
+}
+
+/** What a reserve hands out for a leased message (§10 "reading an RQ-native message"). */
+function jobOf(job: PulledJob): Record<string, unknown> {
+  let stored: unknown;
+  let hasStored = false;
+  if (job.payload !== null) {
+    const text = Buffer.from(job.payload, 'base64').toString('utf8');
+    try {
+      stored = JSON.parse(text) as unknown;
+    } catch {
+      stored = text;
+    }
+    hasStored = true;
+    if (isPlainObject(stored) && jobProblem(stored) === undefined) {
+      const { id: _ignored, ...rest } = stored;
+      return { ...rest, id: job.id };
+    }
+  }
+  const [param1] = job.params;
+  const klass = param1 === null || param1 === undefined || param1 === '' ? job.queue : typeof param1 === 'string' ? param1 : JSON.stringify(param1);
+  const args = job.params.filter((p) => p !== null && p !== undefined);
+  return { klass, args, ...(hasStored ? { payload: stored } : {}), id: job.id };
+}
+
+type BodyRead = { kind: 'body'; bytes: Buffer } | { kind: 'too-large'; close: boolean } | { kind: 'gone' };
+
+/** Read the request body within BODY_LIMIT (see DRAIN_LIMIT for what happens past it). */
+function readBody(req: http.IncomingMessage): Promise<BodyRead> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > DRAIN_LIMIT) return Promise.resolve({ kind: 'too-large', close: true });
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (r: BodyRead): void => {
+      if (settled) return;
+      settled = true;
+      req.removeListener('data', onData);
+      resolve(r);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= BODY_LIMIT) chunks.push(chunk);
+      else if (size > DRAIN_LIMIT) {
+        req.pause();
+        settle({ kind: 'too-large', close: true });
+      } else chunks.length = 0;
+    };
+    req.on('data', onData);
+    req.once('end', () => settle(size > BODY_LIMIT ? { kind: 'too-large', close: false } : { kind: 'body', bytes: Buffer.concat(chunks) }));
+    req.once('error', () => settle({ kind: 'gone' }));
+    req.once('close', () => settle({ kind: 'gone' }));
+  });
+}
+
+const sha256 = (s: string): Buffer => crypto.createHash('sha256').update(s).digest();
+
+/** Whether the request carries the configured user and one of its passwords (compared in constant time). */
+function isAuthorized(req: http.IncomingMessage, auth: NonNullable<CloudqConfig['basicAuth']>): boolean {
+  const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(req.headers.authorization ?? '');
+  if (!m) return false;
+  const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return false;
+  const userOk = crypto.timingSafeEqual(sha256(decoded.slice(0, colon)), sha256(auth.user));
+  const given = sha256(decoded.slice(colon + 1));
+  let passOk = false;
+  for (const p of auth.passwords) passOk = crypto.timingSafeEqual(given, sha256(p)) || passOk;
+  return userOk && passOk;
+}
+
+function send(res: http.ServerResponse, reply: Reply): void {
+  if (res.headersSent || res.destroyed) return;
+  const body = JSON.stringify(reply.body);
+  res.statusCode = reply.status;
+  res.setHeader('Content-Type', JSON_TYPE);
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
+  if (reply.close) res.setHeader('Connection', 'close');
+  res.end(body);
+}
+
+const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+/** The Cloudq verbs over the PullClient, each returning its reply (null: the client went away). */
+class Cloudq {
+  private readonly client: PullClient;
+  private readonly config: CloudqConfig;
+
+  constructor(client: PullClient, config: CloudqConfig) {
+    this.client = client;
+    this.config = config;
+  }
+
+  /** §4.1: checked, stored durably (publish resolves after the commit), its id in the headers. */
+  async publish(queue: string, body: unknown): Promise<Reply> {
+    const checked = checkJob(body);
+    if ('message' in checked) return refuse(400, checked.message);
+    const { id: _ignored, ...stored } = checked.job;
+    const { id } = await this.client.publish(queue, {
+      src: 'cloudq',
+      payload: Buffer.from(JSON.stringify(stored)),
+      params: { param1: stored['klass'], param2: JSON.stringify(stored['args']) },
+    });
+    return { ...SUCCESS, headers: { Location: `/${queue}/${encodeURIComponent(id)}`, 'X-Cloudq-Id': id } };
+  }
+
+  /** §4.2: the oldest ready job, now reserved; empty when none (came within waitMs). */
+  async reserve(queue: string, signal: AbortSignal): Promise<Reply | null> {
+    const deadline = Date.now() + this.config.waitMs;
+    // A queue nobody made yet: wait for a publish to make it (a GET makes no queue).
+    while (!this.client.exists(queue) && Date.now() < deadline && !signal.aborted) {
+      await sleep(Math.min(EXISTS_POLL_MS, deadline - Date.now()), signal);
+    }
+    if (signal.aborted) return null;
+    const jobs = await this.client.lease([queue], {
+      owner: 'cloudq',
+      ttr_ms: this.config.reserveTimeoutMs || null,
+      count: 1,
+      wait_ms: Math.max(0, deadline - Date.now()),
+      signal,
+    });
+    const job = jobs[0];
+    if (signal.aborted) {
+      // Leased as the client left: hand it back as if never reserved.
+      if (job) await this.client.nack(job.queue, job.id, { refund: true });
+      return null;
+    }
+    if (!job) return EMPTY;
+    const rendered = jobOf(job);
+    return { status: 200, body: this.config.flatReserve ? rendered : { job: rendered } };
+  }
+
+  /** §4.3: a new or reserved job to done; anything else is not found. */
+  async delete(queue: string, id: string): Promise<Reply> {
+    if (id === '') return REPLY_OF.RQ_NOT_FOUND;
+    await this.client.ack(queue, id, { from: ['que', 'run'], status: 'deleted via cloudq' });
+    return SUCCESS;
+  }
+}
+
+/** One request through the pipeline of the file comment; null when there is no one to answer. */
+async function handle(cloudq: Cloudq, config: CloudqConfig, req: http.IncomingMessage, res: http.ServerResponse): Promise<Reply | null> {
+  if (config.basicAuth && !isAuthorized(req, config.basicAuth)) {
+    return { ...refuse(401, 'unauthorized'), headers: { 'WWW-Authenticate': 'Basic realm="cloudq", charset="UTF-8"' } };
+  }
+  const route = routeOf(req.method, req.url);
+  switch (route.kind) {
+    case 'hello':
+      return { status: 200, body: { status: 'success', message: 'cloudq' } };
+    case 'not-found':
+      return NOT_FOUND;
+    case 'bad-queue':
+      return INVALID_QUEUE;
+    case 'publish': {
+      const read = await readBody(req);
+      if (read.kind === 'gone') return null;
+      if (read.kind === 'too-large') return { ...TOO_LARGE, close: read.close };
+      return cloudq.publish(route.queue, parseBody(read.bytes, req.headers['content-type']));
+    }
+    case 'reserve': {
+      const gone = new AbortController();
+      const onClose = (): void => {
+        if (!res.writableFinished) gone.abort();
+      };
+      res.once('close', onClose);
+      try {
+        return await cloudq.reserve(route.queue, gone.signal);
+      } finally {
+        res.removeListener('close', onClose);
+      }
+    }
+    case 'delete':
+      return cloudq.delete(route.queue, route.id);
+  }
+}
+
+function logFailure(log: Logger, req: http.IncomingMessage, e: unknown, reply: Reply): void {
+  const fields = { method: req.method, url: req.url, code: e instanceof RqError ? e.code : undefined, err: explain(e) };
+  if (reply.status >= 500) log.error(fields, 'cloudq request failed');
+  else log.debug(fields, 'cloudq request refused');
+}
+
+export function cloudqServer(ctx: ProtocolContext): http.Server {
+  const config = parseCloudqConfig(ctx.section.raw);
+  const cloudq = new Cloudq(ctx.client, config);
+  const server = http.createServer((req, res) => {
+    req.on('error', () => undefined);
+    handle(cloudq, config, req, res).then(
+      (reply) => {
+        if (reply) send(res, reply);
+      },
+      (e: unknown) => {
+        const reply = replyOfError(e);
+        logFailure(ctx.log, req, e, reply);
+        send(res, reply);
+      },
+    );
+  });
+  // The head within 10 s and the whole request within 2 min; a waiting GET is past both.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 120_000;
+  return server;
+}

@@ -1,0 +1,275 @@
+/**
+ * The lmstfy front door's wire rules (spec/lmstfy.md), as pure functions: the name
+ * checks of §2, the query integers of §3 and §4, the bulk body of §4.3 split into the
+ * raw JSON text of its elements, the job object of §4, and the one table from RqError
+ * codes to lmstfy's replies. Nothing here does I/O; lmstfy.ts calls these and renders.
+ */
+import { decodeTime } from 'ulid';
+import { isShortId } from '../domain/ids.js';
+import { type ErrorCode } from '../domain/errors.js';
+import { isProtocolQueueName, MAX_QUEUE_NAME } from '../domain/names.js';
+import type { PulledJob } from './pull-client.js';
+
+/** A reply: status and JSON body (undefined for a 204). */
+export interface Reply {
+  status: number;
+  body?: unknown;
+  /** Close the connection after the reply (a body left unread). */
+  close?: boolean;
+  headers?: Record<string, string>;
+}
+
+export const fail = (status: number, error: string): Reply => ({ status, body: { error } });
+
+/** Spec §3: the limits. */
+export const LIMITS = {
+  /** The longest namespace or queue name, in bytes. */
+  nameBytes: 255,
+  /** One job body, in bytes. */
+  jobBytes: 65_535,
+  /** Jobs in one bulk publish. */
+  bulkJobs: 64,
+  /** Jobs in one consume. */
+  consumeCount: 100,
+  uint32: 4_294_967_295,
+  uint16: 65_535,
+} as const;
+
+/** Spec §3: the defaults, in seconds. */
+export const DEFAULTS = {
+  ttlS: 86_400,
+  delayS: 0,
+  tries: 1,
+  ttrS: 120,
+  timeoutS: 0,
+  /** Respawn's `ttl`. */
+  respawnTtlS: 86_400,
+} as const;
+
+const NAME_RE = /^[-_A-Za-z0-9]+$/;
+const CONSUME_QUEUES_RE = /^[-_,A-Za-z0-9]+$/;
+
+/** The rq queue of an lmstfy queue (spec §11): `<namespace>.<queue>`. */
+export const rqQueue = (namespace: string, queue: string): string => `${namespace}.${queue}`;
+
+/** Spec §2 step 1 for every /api route but consume: the first failing check's reply, or undefined. */
+export function checkNames(namespace: string, queue: string): Reply | undefined {
+  if (Buffer.byteLength(namespace) > LIMITS.nameBytes || Buffer.byteLength(queue) > LIMITS.nameBytes) {
+    return fail(400, 'namespace or queue name too long');
+  }
+  if (!NAME_RE.test(namespace)) return fail(400, 'namespace name contains forbidden characters');
+  if (queue.startsWith('_') || !NAME_RE.test(queue)) return fail(400, 'queue name contains forbidden characters');
+  // Spec §11: the rq queue's name must fit the protocols' rule too.
+  if (rqQueue(namespace, queue).length > MAX_QUEUE_NAME || !isProtocolQueueName(rqQueue(namespace, queue))) {
+    return fail(400, 'namespace or queue name too long');
+  }
+  return undefined;
+}
+
+/** Spec §2 step 1 for consume: the namespace as above, the queue part `^[-_,A-Za-z0-9]+$`. */
+export function checkConsumeNames(namespace: string, queues: string): Reply | undefined {
+  if (Buffer.byteLength(namespace) > LIMITS.nameBytes) return fail(400, 'namespace or queue name too long');
+  if (!NAME_RE.test(namespace)) return fail(400, 'namespace name contains forbidden characters');
+  if (!CONSUME_QUEUES_RE.test(queues)) return fail(400, 'queue name contains forbidden characters');
+  return undefined;
+}
+
+/** A namespace may carry tokens (§6) when it passes §2's namespace checks. */
+export function isNamespace(namespace: string): boolean {
+  return Buffer.byteLength(namespace) <= LIMITS.nameBytes && NAME_RE.test(namespace);
+}
+
+/**
+ * A query integer as Go's strconv.ParseUint reads it (plain decimal digits, no sign),
+ * within 0..max. An absent key gives `dflt`; a key that is there but empty is invalid,
+ * as gin's DefaultQuery hands the empty text on. undefined means invalid.
+ */
+export function queryUint(query: URLSearchParams, key: string, dflt: number, max: number): number | undefined {
+  const text = query.get(key);
+  if (text === null) return dflt;
+  if (!/^\d+$/.test(text)) return undefined;
+  const n = Number(text);
+  return n <= max ? n : undefined;
+}
+
+/** A query integer as Go's strconv.ParseInt reads it (an optional sign, then digits), or undefined. */
+export function queryInt(query: URLSearchParams, key: string, dflt: number): number | undefined {
+  const text = query.get(key);
+  if (text === null) return dflt;
+  if (!/^[+-]?\d+$/.test(text)) return undefined;
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/** The publish query of §4.1 (also §4.2 and §4.3), checked in the spec's order. */
+export interface PublishQuery {
+  delayS: number;
+  ttlS: number;
+  tries: number;
+}
+
+export function parsePublishQuery(query: URLSearchParams): PublishQuery | Reply {
+  const delayS = queryUint(query, 'delay', DEFAULTS.delayS, LIMITS.uint32);
+  if (delayS === undefined) return fail(400, 'invalid delay');
+  const ttlS = queryUint(query, 'ttl', DEFAULTS.ttlS, LIMITS.uint32);
+  if (ttlS === undefined) return fail(400, 'invalid ttl');
+  if (ttlS > 0 && ttlS < delayS) return fail(400, 'ttl is shorter than delay');
+  const tries = queryUint(query, 'tries', DEFAULTS.tries, LIMITS.uint16);
+  if (tries === undefined) return fail(400, 'invalid tries');
+  if (tries === 0) return fail(400, "tries shouldn't be zero");
+  return { delayS, ttlS, tries };
+}
+
+/** The consume query of §4.4, checked in the spec's order; `queues` are the listed names, empty parts dropped, duplicates too. */
+export interface ConsumeQuery {
+  ttrS: number;
+  timeoutS: number;
+  count: number;
+  queues: string[];
+}
+
+export function parseConsumeQuery(query: URLSearchParams, queuePart: string): ConsumeQuery | Reply {
+  const ttrS = queryUint(query, 'ttr', DEFAULTS.ttrS, LIMITS.uint32);
+  if (ttrS === undefined) return fail(400, 'invalid ttr');
+  const timeoutS = queryUint(query, 'timeout', DEFAULTS.timeoutS, LIMITS.uint32);
+  if (timeoutS === undefined) return fail(400, 'invalid timeout');
+  const count = queryUint(query, 'count', 1, LIMITS.consumeCount);
+  if (count === undefined || count === 0) return fail(400, 'invalid count');
+  const queues = [...new Set(queuePart.split(',').filter((q) => q !== ''))];
+  if (queues.length === 0) return fail(400, 'invalid queue name(s)');
+  return { ttrS, timeoutS, count, queues };
+}
+
+export const isReply = (v: unknown): v is Reply => typeof v === 'object' && v !== null && 'status' in v;
+
+const ULID_RE = /^[0-9A-HJKMNP-TV-Z]{26}$/i;
+
+/**
+ * The ref of a job id a client names: a ULID (the ids this door mints; upper case, as
+ * they are kept), or an rq short id (what an RQ-native message without an external id
+ * shows as its job_id). Anything else names no job (undefined), so it never reaches a
+ * queue process.
+ */
+export function jobRef(id: string): string | undefined {
+  if (ULID_RE.test(id)) return id.toUpperCase();
+  return isShortId(id) ? id : undefined;
+}
+
+/** The job object of §4 (without `msg`). `queue` is the lmstfy queue name it is shown under. */
+export interface JobObject {
+  namespace: string;
+  queue: string;
+  job_id: string;
+  data: string;
+  ttl: number;
+  elapsed_ms: number;
+  remain_tries: number;
+}
+
+/** The id a job shows: its external id, or (an RQ-native message) its rq short id. */
+export const jobIdOf = (job: PulledJob): string => job.ext_id ?? job.id;
+
+export function jobObject(job: PulledJob, namespace: string, queue: string, now = Date.now()): JobObject {
+  let born = job.created_ms;
+  if (job.ext_id !== null && ULID_RE.test(job.ext_id)) {
+    try {
+      born = decodeTime(job.ext_id.toUpperCase());
+    } catch {
+      // not a ULID after all: its creation time stands
+    }
+  }
+  const [param1, param2, param3, param4] = job.params;
+  const data =
+    job.payload ?? Buffer.from(JSON.stringify({ param1: param1 ?? null, param2: param2 ?? null, param3: param3 ?? null, param4: param4 ?? null })).toString('base64');
+  // A message not counted by tries (RQ-native) shows what its max_count leaves.
+  const tries = job.tries ?? (job.max_count > 0 ? Math.max(0, job.max_count - job.count) : 0);
+  return {
+    namespace,
+    queue,
+    job_id: jobIdOf(job),
+    data,
+    ttl: job.expires_at === null ? 0 : Math.max(0, Math.round((job.expires_at - now) / 1000)),
+    elapsed_ms: Math.max(0, now - born),
+    remain_tries: tries,
+  };
+}
+
+/**
+ * The raw JSON text of each element of a JSON array, byte for byte as it stands in
+ * `body` (Go's []json.RawMessage), or undefined when `body` is not a JSON array.
+ * JSON.parse checks the syntax first, so the scan only has to find where each element
+ * starts and ends: structure characters are ASCII, so it walks the bytes.
+ */
+export function splitJsonArray(body: Buffer): Buffer[] | undefined {
+  try {
+    if (!Array.isArray(JSON.parse(body.toString('utf8')))) return undefined;
+  } catch {
+    return undefined;
+  }
+  const WS = new Set([0x20, 0x09, 0x0a, 0x0d]);
+  const skipWs = (i: number): number => {
+    while (i < body.length && WS.has(body[i]!)) i++;
+    return i;
+  };
+  const skipString = (i: number): number => {
+    // body[i] is the opening quote.
+    for (i++; body[i] !== 0x22; i++) if (body[i] === 0x5c) i++;
+    return i + 1;
+  };
+  const skipValue = (i: number): number => {
+    const c = body[i];
+    if (c === 0x22) return skipString(i);
+    if (c === 0x5b || c === 0x7b) {
+      let depth = 0;
+      for (;;) {
+        const b = body[i];
+        if (b === 0x22) {
+          i = skipString(i);
+          continue;
+        }
+        if (b === 0x5b || b === 0x7b) depth++;
+        else if (b === 0x5d || b === 0x7d) depth--;
+        i++;
+        if (depth === 0) return i;
+      }
+    }
+    while (i < body.length && !WS.has(body[i]!) && body[i] !== 0x2c && body[i] !== 0x5d) i++;
+    return i;
+  };
+  const out: Buffer[] = [];
+  let i = skipWs(0) + 1; // past '['
+  i = skipWs(i);
+  if (body[i] === 0x5d) return out;
+  for (;;) {
+    const start = i;
+    i = skipValue(i);
+    out.push(body.subarray(start, i));
+    i = skipWs(i);
+    if (body[i] !== 0x2c) return out; // ']'
+    i = skipWs(i + 1);
+  }
+}
+
+/**
+ * The one table from RqError codes to lmstfy replies. Most codes can only come from a
+ * bug or a broken install (this door checks its input before it calls), so they are the
+ * spec's `500 {"error":"internal error"}`, and the detail goes to the log.
+ */
+export const ERROR_REPLIES = {
+  RQ_NOT_FOUND: { status: 404, error: 'job not found' },
+  RQ_NOT_IN_STATE: { status: 404, error: 'job not found' },
+  RQ_BAD_MESSAGE: { status: 500, error: 'internal error' },
+  RQ_BAD_REQUEST: { status: 500, error: 'internal error' },
+  RQ_QUEUE_DOWN: { status: 503, error: 'queue is down' },
+  RQ_QUEUE_NOT_FOUND: { status: 500, error: 'internal error' },
+  RQ_ATTACH: { status: 500, error: 'internal error' },
+  RQ_IO: { status: 500, error: 'internal error' },
+  RQ_PROTOCOL: { status: 500, error: 'internal error' },
+  RQ_CONFIG: { status: 500, error: 'internal error' },
+  RQ_FORBIDDEN: { status: 403, error: 'forbidden' },
+  RQ_UPSTREAM: { status: 500, error: 'internal error' },
+  RQ_TOO_LARGE: { status: 413, error: 'body too large' },
+  RQ_DUPLICATE: { status: 500, error: 'internal error' },
+  RQ_STALE: { status: 500, error: 'internal error' },
+  RQ_NOT_PULL: { status: 400, error: 'the queue runs a script, so it cannot be used through lmstfy' },
+} as const satisfies Record<ErrorCode, { status: number; error: string }>;

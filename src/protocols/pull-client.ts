@@ -1,0 +1,271 @@
+/**
+ * The pull front doors' one way to the queues (ARCHITECTURE.md "Two kinds of worker"):
+ * typed calls of the queue processes' pull commands over their sockets (commands.ts,
+ * pull.ts). Front doors hold no queue state; they parse, call this, and render.
+ *
+ * It also owns what no single queue process can do:
+ * - a queue used for the first time is made by rq-mgr (`create_pull_queue`) before the
+ *   publish that needs it;
+ * - a lease over several queues takes, without waiting, from the first listed queue that
+ *   has a ready message (listed order is priority); when none has one it waits on all of
+ *   them at once, keeps the first message that comes, cancels the other waits, and hands
+ *   back (refunds) any message a cancelled wait leased in the race, so none is lost;
+ * - a queue process that is restarting (no answer) is asked again for a few seconds, and
+ *   a wait goes on across its restart.
+ *
+ * A queue that does not exist reads as empty: it has no ready message, no dead letter.
+ * Every refusal is an RqError with the queue's code (`["fail", text, code]` on the wire).
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { rpcCall } from '../client/rpc.js';
+import { RqError, type ErrorCode, ERROR_CODES } from '../domain/errors.js';
+import { isValidQueueName } from '../domain/names.js';
+import type { State } from '../domain/states.js';
+import type { Logger } from '../lib/logger.js';
+import type { PulledView } from '../queue/pull.js';
+import { queueLayout, type RootLayout } from '../store/layout.js';
+
+/** A message as the pull commands show it (the queue's own type: src/queue/pull.ts). */
+export type PulledJob = PulledView;
+
+export interface PublishInput {
+  /** The message's `src`: the front door's name ('lmstfy', 'cloudq', 'rqms'). */
+  src: string;
+  /** Stored as `attach/payload`, byte for byte. */
+  payload?: Buffer;
+  /** Stored as the message's param1..param4 (what RQ scripts and the dashboard show). */
+  params?: Partial<Record<'param1' | 'param2' | 'param3' | 'param4', unknown>>;
+  /** External id, unique in the queue while the message is not done: RQ_DUPLICATE when taken. */
+  ext_id?: string;
+  /** Ready this many ms from now (default 0). */
+  delay_ms?: number;
+  /** Removed this many ms from now unless acked or dead (default: never). */
+  ttl_ms?: number;
+  /** Deliveries allowed: each lease takes one; a TTR expiry with none left makes it dead. */
+  tries?: number;
+  /** Without `tries`: leases before a TTR expiry makes it dead; 0 = no limit (default 15, RQ's). */
+  max_count?: number;
+  /** Higher leases first (default 0). */
+  priority?: number;
+  /** Its place among ready messages of its priority, instead of its due time (epoch ms; RQMS uses 0). */
+  rank?: number;
+  /** The tie-break after rank, instead of the id (compared as strings). */
+  sort_key?: string;
+  /** Where a TTR expiry puts it back: `tail` (due = now) or `place` (keeps its place; default). */
+  requeue?: 'tail' | 'place';
+}
+
+export interface LeaseOptions {
+  /** Who holds the lease (shown on the dashboard): 'lmstfy', 'cloudq', 'rqms'. */
+  owner: string;
+  /** The lease ends after this many ms (TTR); null = never. */
+  ttr_ms: number | null;
+  /** At most this many messages (1..1000). */
+  count: number;
+  /** When none is ready: wait this long for one (one message then). 0 = do not wait. */
+  wait_ms: number;
+  /** Aborting ends a wait early (the HTTP client went away); nothing stays leased for it. */
+  signal?: AbortSignal;
+  /** Make listed queues that do not exist yet, so a wait sees their first publish. */
+  create?: boolean;
+}
+
+export interface PullStats {
+  /** In que and due. */
+  ready: number;
+  /** In que, not due yet. */
+  delayed: number;
+  /** In run with a lease. */
+  leased: number;
+  /** In err as dead letters. */
+  dead: number;
+}
+
+const NO_STATS: PullStats = { ready: 0, delayed: 0, leased: 0, dead: 0 };
+/** How long a call retries a queue process that does not answer (it may be restarting). */
+const RETRY_MS = 5_000;
+const CALL_TIMEOUT_MS = 30_000;
+
+function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ERROR_CODES, code);
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export class PullClient {
+  private readonly root: RootLayout;
+  private readonly log: Logger;
+
+  constructor(root: RootLayout, log: Logger) {
+    this.root = root;
+    this.log = log;
+  }
+
+  /** The queue's directory and config are there (it may be restarting). */
+  exists(queue: string): boolean {
+    return isValidQueueName(queue) && fs.existsSync(queueLayout(this.root, queue).configFile);
+  }
+
+  /** Make a pull queue unless it exists (rq-mgr `create_pull_queue`). */
+  async ensure(queue: string): Promise<void> {
+    if (this.exists(queue)) return;
+    const reply = await rpcCall(this.root.mgrSocket, 'create_pull_queue', queue, CALL_TIMEOUT_MS);
+    if (!Array.isArray(reply) || reply[0] !== 'ok') {
+      throw new RqError('RQ_UPSTREAM', `rq-mgr did not make queue ${queue}: ${JSON.stringify(reply)}`);
+    }
+  }
+
+  /**
+   * One command, its `["ok", value]` unwrapped. A queue process that does not answer is
+   * asked again for RETRY_MS (a restart), then RQ_UPSTREAM; `["fail", text, code]` throws.
+   */
+  async call(queue: string, command: string, arg: Record<string, unknown>, timeoutMs = CALL_TIMEOUT_MS): Promise<unknown> {
+    if (!isValidQueueName(queue)) throw new RqError('RQ_QUEUE_NOT_FOUND', `invalid queue name ${JSON.stringify(queue)}`);
+    const socket = queueLayout(this.root, queue).socket;
+    const until = Date.now() + RETRY_MS;
+    for (;;) {
+      const reply = await rpcCall(socket, command, JSON.stringify(arg), timeoutMs);
+      if (Array.isArray(reply) && reply[0] === 'ok') return reply[1];
+      if (Array.isArray(reply) && reply[0] === 'fail') {
+        const text = String(reply[1]);
+        if (text === 'status: DOWN') throw new RqError('RQ_QUEUE_DOWN', `queue ${queue} is DOWN`);
+        throw new RqError(isErrorCode(reply[2]) ? reply[2] : 'RQ_UPSTREAM', text);
+      }
+      if (reply !== null) throw new RqError('RQ_UPSTREAM', `queue ${queue} answered ${JSON.stringify(reply)}`);
+      if (Date.now() > until) throw new RqError('RQ_UPSTREAM', `queue ${queue} does not answer`);
+      await sleep(100);
+    }
+  }
+
+  async publish(queue: string, input: PublishInput): Promise<{ id: string; ext_id: string | null }> {
+    await this.ensure(queue);
+    return (await this.call(queue, 'publish', publishArg(input))) as { id: string; ext_id: string | null };
+  }
+
+  /** Upsert by external id (RQMS PUT): a new message, or the old one with this payload, a new rev and no lease. */
+  async set(queue: string, extId: string, input: PublishInput): Promise<{ id: string; created: boolean }> {
+    await this.ensure(queue);
+    return (await this.call(queue, 'set', { ...publishArg(input), ext_id: extId })) as { id: string; created: boolean };
+  }
+
+  /** Lease messages from the listed queues (see the file comment); [] when none came. */
+  async lease(queues: readonly string[], o: LeaseOptions): Promise<PulledJob[]> {
+    const arg = { owner: o.owner, ttr_ms: o.ttr_ms };
+    if (o.create) for (const q of queues) await this.ensure(q);
+    const got: PulledJob[] = [];
+    for (const q of queues) {
+      if (got.length >= o.count || !this.exists(q)) continue;
+      got.push(...((await this.call(q, 'lease', { ...arg, count: o.count - got.length })) as PulledJob[]));
+    }
+    if (got.length > 0 || o.wait_ms <= 0 || o.signal?.aborted) return got;
+    return this.waitForOne(queues.filter((q) => this.exists(q)), arg, o);
+  }
+
+  /** Wait on every queue at once; the first message wins, the other waits are cancelled and any race winner refunded. */
+  private async waitForOne(queues: string[], arg: Record<string, unknown>, o: LeaseOptions): Promise<PulledJob[]> {
+    if (queues.length === 0) return [];
+    const waiter = randomUUID();
+    const deadline = Date.now() + o.wait_ms;
+    let winner: PulledJob | undefined;
+    let cancelled = false;
+    const cancelAll = (): void => {
+      if (cancelled) return;
+      cancelled = true;
+      for (const q of queues) void this.call(q, 'cancel_wait', { waiter }).catch(() => undefined);
+    };
+    o.signal?.addEventListener('abort', cancelAll, { once: true });
+    const waitOn = async (q: string): Promise<void> => {
+      // A wait goes on across a restart of the queue process, until the deadline.
+      while (!cancelled && Date.now() < deadline) {
+        const left = deadline - Date.now();
+        let jobs: PulledJob[];
+        try {
+          jobs = (await this.call(q, 'lease', { ...arg, count: 1, wait_ms: left, waiter }, left + CALL_TIMEOUT_MS)) as PulledJob[];
+        } catch (e) {
+          if (e instanceof RqError && e.code === 'RQ_UPSTREAM') continue;
+          throw e;
+        }
+        for (const job of jobs) {
+          if (winner === undefined && !o.signal?.aborted) {
+            winner = job;
+            cancelAll();
+          } else {
+            await this.refund(job);
+          }
+        }
+        if (jobs.length > 0) return;
+      }
+    };
+    try {
+      await Promise.all(queues.map(waitOn));
+    } finally {
+      o.signal?.removeEventListener('abort', cancelAll);
+    }
+    return winner ? [winner] : [];
+  }
+
+  /** Hand back a lease nobody will use: tries and count as before it, same place. */
+  private async refund(job: PulledJob): Promise<void> {
+    try {
+      await this.call(job.queue, 'nack', { ref: job.id, refund: true });
+    } catch (e) {
+      this.log.warn({ queue: job.queue, msg_id: job.id, err: (e as Error).message }, 'cannot hand back a lease; it ends at its TTR');
+    }
+  }
+
+  /**
+   * Acknowledge: the message moves to done (kept for the cleaner and the dashboard) with
+   * `status`, and its external id is forgotten. `ref` is an external id or a short id.
+   * `rev` must equal the message's rev (RQ_STALE otherwise); `from` limits the states it
+   * may be in (default que, run, err). RQ_NOT_FOUND when it is not there.
+   */
+  async ack(queue: string, ref: string, o: { rev?: number; from?: State[]; status?: string } = {}): Promise<{ id: string }> {
+    if (!this.exists(queue)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    return (await this.call(queue, 'ack', { ref, ...o })) as { id: string };
+  }
+
+  /** End a lease early: back to que (refund: as if never leased; else the TTR-expiry rule, after `delay_ms`). */
+  async nack(queue: string, ref: string, o: { refund?: boolean; delay_ms?: number } = {}): Promise<void> {
+    await this.call(queue, 'nack', { ref, ...o });
+  }
+
+  /** Extend a lease to now + ttr_ms; returns the new end (epoch ms). */
+  async touch(queue: string, ref: string, ttrMs: number, rev?: number): Promise<{ until: number }> {
+    return (await this.call(queue, 'touch', { ref, ttr_ms: ttrMs, ...(rev !== undefined ? { rev } : {}) })) as { until: number };
+  }
+
+  /** Without `ref`: the message the next lease would take (null if none). With it: that message in any state but done. */
+  async peek(queue: string, ref?: string): Promise<PulledJob | null> {
+    if (!this.exists(queue)) return null;
+    return (await this.call(queue, 'peek', ref === undefined ? {} : { ref })) as PulledJob | null;
+  }
+
+  async stats(queue: string): Promise<PullStats> {
+    if (!this.exists(queue)) return NO_STATS;
+    return (await this.call(queue, 'pull_stats', {})) as PullStats;
+  }
+
+  /** Remove every ready message (delayed, leased and dead ones stay); returns how many. */
+  async purgeReady(queue: string): Promise<number> {
+    if (!this.exists(queue)) return 0;
+    return (await this.call(queue, 'purge_ready', {})) as number;
+  }
+
+  /** Move up to `limit` dead letters, oldest first, to the tail of the ready messages with 1 try and a TTL (0 = none). */
+  async respawn(queue: string, limit: number, ttlMs: number): Promise<number> {
+    if (!this.exists(queue)) return 0;
+    return (await this.call(queue, 'respawn', { limit, ttl_ms: ttlMs })) as number;
+  }
+
+  /** The dead letter: its size and oldest message; with `delete`, first remove up to `limit` oldest. */
+  async deadLetter(queue: string, o: { delete?: number } = {}): Promise<{ size: number; head: PulledJob | null; deleted: number }> {
+    if (!this.exists(queue)) return { size: 0, head: null, deleted: 0 };
+    return (await this.call(queue, 'dead_letter', o)) as { size: number; head: PulledJob | null; deleted: number };
+  }
+}
+
+function publishArg(input: PublishInput): Record<string, unknown> {
+  const { payload, ...rest } = input;
+  return { ...rest, ...(payload !== undefined ? { payload: payload.toString('base64') } : {}) };
+}

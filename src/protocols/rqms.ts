@@ -1,0 +1,401 @@
+/**
+ * The RQMS front door (spec/rqms.md): an SQS-like HTTP queue in front of rq's pull
+ * commands. Routes (§4):
+ *
+ *   GET    /<queue>?count=<n>&time=<s>   fetch and lock      200 {"items":[{ticket,value}…]}
+ *   POST   /<queue>?id=<id>   <json>     add an item         201 | 409 the id is taken
+ *   PUT    /<queue>/<name>    <json>     set (upsert) one    201, lock cleared, old tickets stale
+ *   DELETE /<queue>           <ticket>   finish an item      200 | 409 stale | 404 gone
+ *
+ * Mapping (§10): the queue is the rq queue of that name (made on first write); an item is
+ * a message whose external id is the item id, whose `attach/payload` is the JSON text as
+ * posted, and which never gives up (max_count 0). Fetch order is the id's bytes: every
+ * item has rank 0 and the hex of its id's UTF-8 bytes as sort key, and hex strings
+ * compare as the bytes do. A fetch is a lease with owner `rqms` and TTR `time` (≤ 0: a
+ * lock that has already run out); the ticket is the JSON text of
+ * `[id, "<rev>-<hash of queue, id, message, rev>"]`. A delete looks the id up (peek),
+ * checks the hash against the message that holds the id now, and acks at the rev, so
+ * any write since (a fetch, a set) or a new item of the same id makes the ticket stale.
+ * The queue process compares the rev and moves the message in one step; nothing here
+ * keeps queue state.
+ *
+ * Replies: GET answers application/json; everything else a short text/html phrase (the
+ * reference server's where it has one). Clients look only at the status. Every RqError
+ * becomes a reply through REPLIES, the one table. A request that makes no progress for
+ * WATCHDOG_MS gets the reference's 500 JSON; a fetch answered by the watchdog (or for a
+ * client that has gone) hands its leases back. Bodies over MAX_BODY_BYTES are a 413.
+ */
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { RqError, explain, type ErrorCode } from '../domain/errors.js';
+import { isProtocolQueueName } from '../domain/names.js';
+import type { PublishInput, PulledJob } from './pull-client.js';
+import type { ProtocolContext } from './servers.js';
+
+/** The largest request body: 10 MiB (the reference had no limit; CouchDB's default document limit is 8 MB). */
+export const MAX_BODY_BYTES = 10 * 1024 * 1024;
+/** A request that makes no progress this long is answered 500 (the reference's watchdog). */
+const WATCHDOG_MS = 5_000;
+/** `count` above this is clamped (our limit, the pull commands'). */
+const MAX_COUNT = 1000;
+/** Default lock length, seconds. */
+const DEFAULT_TIME_S = 10;
+/** Item ids and names: at most this many UTF-8 bytes. */
+const MAX_ID_BYTES = 1024;
+/** Longer locks are cut to 100 years, so now + TTR stays an exact epoch-ms number. */
+const MAX_TTR_MS = 100 * 365 * 24 * 3600 * 1000;
+const STATUS_DELETED = 'deleted via rqms';
+
+/** The reference server's phrases (§4). */
+const PHRASE = {
+  posted: 'It shall be done.',
+  set: 'Well spoken.',
+  deleted: 'Well done, sir!',
+  badValue: "That's not all the Queen's English now, is it?",
+  badTicket: "I'm sorry, but that sort of language simply will not do.",
+  stale: 'You may have let me know in a more timely fashion.',
+  badMethod: 'Kindly stop spinning about me.',
+} as const;
+
+/** A 500's phrase by method (§4.5); GET answers the watchdog's JSON. */
+const FAILED: Record<string, string | undefined> = {
+  POST: 'Dear me!',
+  PUT: "I'm afraid that didn't work.",
+  DELETE: "That didn't end so well.",
+};
+const INTERNAL_ERROR_JSON = JSON.stringify({ error: true, message: 'Internal error processing request' });
+
+/** Every RqError's reply: its status, and its phrase (null: the method's 500 phrase; the detail is logged, not sent). */
+const REPLIES = {
+  RQ_BAD_REQUEST: { status: 400, phrase: PHRASE.badTicket },
+  RQ_BAD_MESSAGE: { status: 400, phrase: PHRASE.badValue },
+  RQ_NOT_FOUND: { status: 404, phrase: 'I regret to say there is no such item.' },
+  RQ_QUEUE_NOT_FOUND: { status: 404, phrase: 'I regret to say there is no such queue.' },
+  RQ_STALE: { status: 409, phrase: PHRASE.stale },
+  RQ_DUPLICATE: { status: 409, phrase: 'I have an item of that id already, thank you.' },
+  RQ_NOT_IN_STATE: { status: 409, phrase: PHRASE.stale },
+  RQ_NOT_PULL: { status: 409, phrase: 'That queue runs its own script; its items are not mine to hand out.' },
+  RQ_FORBIDDEN: { status: 403, phrase: 'I am not permitted to do that.' },
+  RQ_TOO_LARGE: { status: 413, phrase: `That is rather more than I can carry (${MAX_BODY_BYTES} bytes at most).` },
+  RQ_QUEUE_DOWN: { status: 503, phrase: 'That queue is resting at the moment. Do try again later.' },
+  RQ_ATTACH: { status: 500, phrase: null },
+  RQ_IO: { status: 500, phrase: null },
+  RQ_PROTOCOL: { status: 500, phrase: null },
+  RQ_CONFIG: { status: 500, phrase: null },
+  RQ_UPSTREAM: { status: 500, phrase: null },
+} as const satisfies Record<ErrorCode, { status: number; phrase: string | null }>;
+
+/** Refusals made here, whose message is the text to send (an RqError from the queues sends its code's phrase). */
+const OWN_WORDS = new WeakSet<RqError>();
+
+function refuse(code: ErrorCode, text: string): RqError {
+  const e = new RqError(code, text);
+  OWN_WORDS.add(e);
+  return e;
+}
+
+interface Reply {
+  status: number;
+  type: 'json' | 'html';
+  body: string;
+}
+
+const html = (status: number, text: string): Reply => ({ status, type: 'html', body: text.replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c]!) });
+const json = (status: number, body: string): Reply => ({ status, type: 'json', body });
+
+/** The reply to a failure of `method`; unexpected ones are logged. */
+function failureReply(method: string, thrown: unknown, log: ProtocolContext['log']): Reply {
+  const e = thrown instanceof RqError ? thrown : undefined;
+  const { status, phrase } = e ? REPLIES[e.code] : { status: 500, phrase: null };
+  const text = e && OWN_WORDS.has(e) ? e.message : phrase;
+  if (status >= 500) log.error({ method, err: explain(thrown) }, 'rqms request failed');
+  if (method === 'GET') return json(status, text === null ? INTERNAL_ERROR_JSON : JSON.stringify({ error: true, message: text }));
+  return html(status, text ?? FAILED[method] ?? FAILED['POST']!);
+}
+
+/**
+ * One request and its one reply: the watchdog answers 500 when nothing happens for
+ * WATCHDOG_MS (each body chunk counts as progress), and a reply after it is dropped.
+ */
+class Exchange {
+  private readonly res: http.ServerResponse;
+  private readonly method: string;
+  private readonly log: ProtocolContext['log'];
+  private timer: NodeJS.Timeout | undefined;
+  private done = false;
+
+  constructor(res: http.ServerResponse, method: string, log: ProtocolContext['log']) {
+    this.res = res;
+    this.method = method;
+    this.log = log;
+    res.once('close', () => {
+      this.done = true;
+      clearTimeout(this.timer);
+    });
+    this.progress();
+  }
+
+  /** Something happened: the watchdog starts again. */
+  progress(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.log.warn({ method: this.method, url: this.res.req.url }, `rqms request made no progress for ${WATCHDOG_MS} ms`);
+      this.send(json(500, INTERNAL_ERROR_JSON));
+    }, WATCHDOG_MS);
+  }
+
+  /** Send the reply; false when one was sent already or the client has gone. */
+  send(reply: Reply): boolean {
+    if (this.done) return false;
+    this.done = true;
+    clearTimeout(this.timer);
+    this.res.writeHead(reply.status, {
+      'content-type': reply.type === 'json' ? 'application/json' : 'text/html; charset=utf-8',
+      'content-length': Buffer.byteLength(reply.body),
+    });
+    this.res.end(reply.body);
+    return true;
+  }
+}
+
+/**
+ * The whole body, or RQ_TOO_LARGE past MAX_BODY_BYTES (declared or sent). The 413 goes
+ * out at once and the rest of the body is read and dropped (Node's own drain, bounded by
+ * the server's requestTimeout), so a client that sends it all before reading gets the
+ * 413 rather than a broken pipe.
+ */
+function readBody(req: http.IncomingMessage, exchange: Exchange): Promise<Buffer> {
+  const tooLarge = (): RqError => new RqError('RQ_TOO_LARGE', `request body over ${MAX_BODY_BYTES} bytes`);
+  if (Number(req.headers['content-length']) > MAX_BODY_BYTES) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        req.off('data', onData);
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+      exchange.progress();
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(Buffer.concat(chunks)));
+    req.once('error', reject);
+    req.once('close', () => reject(new RqError('RQ_BAD_REQUEST', 'the client went away before the body ended')));
+  });
+}
+
+/** Strict UTF-8 that keeps a BOM, so a body starting with one is not JSON (RFC 8259 §8.1). */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The body's JSON text, or undefined when it is not UTF-8 JSON. */
+function jsonText(body: Buffer): string | undefined {
+  try {
+    const text = utf8.decode(body);
+    JSON.parse(text);
+    return text;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Form-encoded `key=value` pairs (`+` is a space), the first of each key; RQ_BAD_REQUEST for bad %-escapes. */
+function parseQuery(query: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const decode = (s: string): string => {
+    try {
+      return decodeURIComponent(s.replace(/\+/g, ' '));
+    } catch {
+      throw refuse('RQ_BAD_REQUEST', `I cannot read ${JSON.stringify(s)}: it is not %-escaped UTF-8.`);
+    }
+  };
+  for (const pair of query.split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const key = decode(eq < 0 ? pair : pair.slice(0, eq));
+    if (!out.has(key)) out.set(key, eq < 0 ? '' : decode(pair.slice(eq + 1)));
+  }
+  return out;
+}
+
+function pathSegment(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw refuse('RQ_BAD_REQUEST', `I cannot read ${JSON.stringify(raw)}: it is not %-escaped UTF-8.`);
+  }
+}
+
+function checkQueue(name: string): string {
+  if (!isProtocolQueueName(name)) {
+    throw refuse('RQ_BAD_REQUEST', `${JSON.stringify(name)} will not do as a queue name: 1 to 255 of A-Z a-z 0-9 _ . - $ ( ) +, not beginning with a dot.`);
+  }
+  return name;
+}
+
+/** An item id or name (§1): non-empty, at most 1024 bytes, not beginning with `_`. */
+function checkItemId(id: string | undefined, what: string): string {
+  if (id === undefined || id === '') throw refuse('RQ_BAD_REQUEST', `An item needs ${what}.`);
+  if (id.startsWith('_')) throw refuse('RQ_BAD_REQUEST', `${JSON.stringify(id)} will not do: an item id may not begin with "_".`);
+  if (Buffer.byteLength(id) > MAX_ID_BYTES) throw refuse('RQ_BAD_REQUEST', `That item id is ${Buffer.byteLength(id)} bytes long; ${MAX_ID_BYTES} is the most I take.`);
+  return id;
+}
+
+/** The message fields of an item, for publish (POST) and set (PUT). */
+function itemInput(id: string, value: string): PublishInput {
+  return {
+    src: 'rqms',
+    payload: Buffer.from(value),
+    max_count: 0,
+    rank: 0,
+    sort_key: Buffer.from(id).toString('hex'),
+    requeue: 'place',
+  };
+}
+
+/**
+ * The `<hash>` of a ticket's `<rev>-<hash>`: CouchDB-like, and tied to its queue, its
+ * item id and the message that holds it. An id deleted and posted again starts again at
+ * the same revs, so the message (its short id) tells the old item's tickets from the new.
+ */
+function revHash(queue: string, id: string, msgId: string, rev: number): string {
+  return createHash('sha256').update(JSON.stringify([queue, id, msgId, rev])).digest('hex').slice(0, 32);
+}
+
+/** A ticket's rev when this door issued it for this item (queue, id, message), else undefined. */
+function ticketRev(queue: string, id: string, msgId: string, revText: string): number | undefined {
+  const m = /^(\d{1,15})-([0-9a-f]{32})$/.exec(revText);
+  if (!m) return undefined;
+  const rev = Number(m[1]);
+  return m[2] === revHash(queue, id, msgId, rev) ? rev : undefined;
+}
+
+/** A fetched item as JSON text: the payload exactly as posted, spliced in (numbers keep their digits). */
+function itemJson(queue: string, job: PulledJob): string {
+  const id = job.ext_id ?? job.id;
+  const ticket = JSON.stringify([id, `${job.rev}-${revHash(queue, id, job.id, job.rev)}`]);
+  const text = job.payload === null ? undefined : jsonText(Buffer.from(job.payload, 'base64'));
+  const [param1 = null, param2 = null, param3 = null, param4 = null] = job.params;
+  const value = text?.trim() ?? JSON.stringify({ msg_id: job.id, param1, param2, param3, param4 });
+  return `{"ticket":${JSON.stringify(ticket)},"value":${value}}`;
+}
+
+/** `count` (§4.1): an integer ≥ 1, clamped to MAX_COUNT; default 1. */
+function parseCount(raw: string | undefined): number {
+  if (raw === undefined) return 1;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw refuse('RQ_BAD_REQUEST', `count must be a whole number of at least 1, got ${JSON.stringify(raw)}.`);
+  return Math.min(Number(raw), MAX_COUNT);
+}
+
+/** `time` (§4.1) as a TTR in ms: decimal seconds, default 10; ≤ 0 is a lock that has already run out (TTR 0). */
+function parseTtrMs(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_TIME_S * 1000;
+  const seconds = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(raw.trim()) ? Number(raw) : NaN;
+  if (!Number.isFinite(seconds)) throw refuse('RQ_BAD_REQUEST', `time must be a number of seconds, got ${JSON.stringify(raw)}.`);
+  return seconds <= 0 ? 0 : Math.min(Math.ceil(seconds * 1000), MAX_TTR_MS);
+}
+
+interface Incoming {
+  segments: string[];
+  query: string;
+  req: http.IncomingMessage;
+  exchange: Exchange;
+}
+
+/** GET /<queue>?count&time: lease up to `count` items in id order; a reply nobody receives hands them back. */
+async function fetchItems(ctx: ProtocolContext, r: Incoming): Promise<void> {
+  const queue = checkQueue(pathSegment(r.segments[0] ?? ''));
+  const params = parseQuery(r.query);
+  const count = parseCount(params.get('count'));
+  const ttrMs = parseTtrMs(params.get('time'));
+  const jobs = await ctx.client.lease([queue], { owner: 'rqms', ttr_ms: ttrMs, count, wait_ms: 0 });
+  if (r.exchange.send(json(200, `{"items":[${jobs.map((j) => itemJson(queue, j)).join(',')}]}`))) return;
+  for (const job of jobs) {
+    await ctx.client.nack(queue, job.id, { refund: true }).catch((e: unknown) => {
+      ctx.log.warn({ queue, msg_id: job.id, err: explain(e) }, 'cannot hand back an undelivered lease; it ends at its time');
+    });
+  }
+}
+
+/** POST /<queue>?id=<id>: a new item; the id taken is RQ_DUPLICATE (409), the item unchanged. */
+async function postItem(ctx: ProtocolContext, r: Incoming): Promise<Reply> {
+  const queue = checkQueue(pathSegment(r.segments[0] ?? ''));
+  const id = checkItemId(parseQuery(r.query).get('id'), 'an id: POST /<queue>?id=<id>');
+  const value = jsonText(await readBody(r.req, r.exchange));
+  if (value === undefined) throw refuse('RQ_BAD_MESSAGE', PHRASE.badValue);
+  await ctx.client.publish(queue, { ...itemInput(id, value), ext_id: id });
+  return html(201, PHRASE.posted);
+}
+
+/** PUT /<queue>/<name>: create or replace the item, whatever its state; its lock goes and old tickets go stale. */
+async function setItem(ctx: ProtocolContext, r: Incoming): Promise<Reply> {
+  const queue = checkQueue(pathSegment(r.segments[0] ?? ''));
+  const raw = r.segments[1];
+  const name = checkItemId(raw === undefined ? undefined : pathSegment(raw), 'a name: PUT /<queue>/<name>');
+  const value = jsonText(await readBody(r.req, r.exchange));
+  if (value === undefined) throw refuse('RQ_BAD_MESSAGE', PHRASE.badValue);
+  await ctx.client.set(queue, name, itemInput(name, value));
+  return html(201, PHRASE.set);
+}
+
+/**
+ * DELETE /<queue> with a ticket (its JSON text, or that text JSON-encoded once more):
+ * ack at the ticket's rev. 404 when no item has the id; 409 when the ticket is not for
+ * the item that has it now (a rev this door did not issue for it, or an earlier item of
+ * the same id), or its rev has changed since.
+ */
+async function deleteItem(ctx: ProtocolContext, r: Incoming): Promise<Reply> {
+  const queue = checkQueue(pathSegment(r.segments[0] ?? ''));
+  const text = jsonText(await readBody(r.req, r.exchange));
+  if (text === undefined) throw refuse('RQ_BAD_REQUEST', PHRASE.badTicket);
+  let ticket: unknown = JSON.parse(text);
+  if (typeof ticket === 'string') ticket = jsonText(Buffer.from(ticket)) === undefined ? undefined : JSON.parse(ticket);
+  if (!Array.isArray(ticket) || ticket.length !== 2 || typeof ticket[0] !== 'string' || ticket[0] === '' || typeof ticket[1] !== 'string') {
+    throw refuse('RQ_BAD_REQUEST', 'A ticket is the JSON text ["<id>","<rev>"], given back as the fetch gave it.');
+  }
+  const [id, revText] = ticket as [string, string];
+  const item = await ctx.client.peek(queue, id);
+  if (item === null) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+  const rev = ticketRev(queue, id, item.id, revText);
+  if (rev === undefined) throw new RqError('RQ_STALE', `ticket rev ${JSON.stringify(revText)} is not one of message ${item.id}`);
+  await ctx.client.ack(queue, id, { rev, status: STATUS_DELETED });
+  return html(200, PHRASE.deleted);
+}
+
+async function serve(ctx: ProtocolContext, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const method = req.method ?? '';
+  const exchange = new Exchange(res, method, ctx.log);
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  const r: Incoming = { segments: path.split('/').slice(1), query: q < 0 ? '' : url.slice(q + 1), req, exchange };
+  try {
+    if (path.includes('favicon.ico')) exchange.send(html(404, 'No favicon here.'));
+    else if (method === 'GET') await fetchItems(ctx, r);
+    else if (method === 'POST') exchange.send(await postItem(ctx, r));
+    else if (method === 'PUT') exchange.send(await setItem(ctx, r));
+    else if (method === 'DELETE') exchange.send(await deleteItem(ctx, r));
+    else exchange.send(html(400, PHRASE.badMethod));
+  } catch (e) {
+    exchange.send(failureReply(method, e, ctx.log));
+  }
+}
+
+/** The section has only the keys main-config.ts reads (`port`, `addr`). */
+function checkSection(raw: Record<string, unknown>): void {
+  for (const key of Object.keys(raw)) {
+    if (key !== 'port' && key !== 'addr') {
+      throw new RqError('RQ_CONFIG', `Bad config file: "protocols.rqms.${key}" is not a key of the rqms front door (it has "port" and "addr")`);
+    }
+  }
+}
+
+export function rqmsServer(ctx: ProtocolContext): http.Server {
+  checkSection(ctx.section.raw);
+  const server = http.createServer((req, res) => void serve(ctx, req, res));
+  // The head of a request within the watchdog's time too.
+  server.headersTimeout = WATCHDOG_MS;
+  return server;
+}

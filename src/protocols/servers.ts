@@ -1,0 +1,63 @@
+/**
+ * The pull front doors' listeners, in the web process (web-main.ts): one server per
+ * protocol enabled in `config.json` `protocols` (main-config.ts), on its own `addr:port`.
+ * Each protocol module checks its own keys and builds its server; all of them reach the
+ * queues through one PullClient and keep no queue state, so a restart of the web
+ * process loses no lease and no job.
+ */
+import type net from 'node:net';
+import type { MainConfig, ProtocolName, ProtocolSection } from '../domain/main-config.js';
+import type { Logger } from '../lib/logger.js';
+import type { RootLayout } from '../store/layout.js';
+import { cloudqServer } from './cloudq.js';
+import { lmstfyServer } from './lmstfy.js';
+import { PullClient } from './pull-client.js';
+import { rqmsServer } from './rqms.js';
+
+/** What a protocol module gets to build its server. */
+export interface ProtocolContext {
+  root: RootLayout;
+  client: PullClient;
+  log: Logger;
+  /** The protocol's `protocols.<name>` section (its own keys in `raw`). */
+  section: ProtocolSection;
+}
+
+/** Builds a protocol's server (not yet listening); throws RqError RQ_CONFIG for a bad key of its section. */
+export type ProtocolFactory = (ctx: ProtocolContext) => net.Server;
+
+const FACTORIES: Partial<Record<ProtocolName, ProtocolFactory>> = {
+  lmstfy: lmstfyServer,
+  cloudq: cloudqServer,
+  rqms: rqmsServer,
+};
+
+/**
+ * Build every enabled protocol's server (a bad section throws before anything listens),
+ * then listen. Resolves when all listen; rejects with the first that cannot.
+ */
+export async function startProtocolServers(root: RootLayout, config: MainConfig, log: Logger): Promise<net.Server[]> {
+  const client = new PullClient(root, log);
+  const built: Array<{ name: ProtocolName; section: ProtocolSection; server: net.Server }> = [];
+  for (const [name, section] of Object.entries(config.protocols) as Array<[ProtocolName, ProtocolSection]>) {
+    const factory = FACTORIES[name];
+    if (!factory) {
+      log.warn({ protocol: name }, `the ${name} front door is not built yet; its section is ignored`);
+      continue;
+    }
+    built.push({ name, section, server: factory({ root, client, log: log.child({ protocol: name }), section }) });
+  }
+  await Promise.all(
+    built.map(
+      ({ name, section, server }) =>
+        new Promise<void>((resolve, reject) => {
+          server.once('error', (e) => reject(new Error(`${name} cannot listen on ${section.addr}:${section.port}: ${e.message}`)));
+          server.listen(section.port, section.addr, () => {
+            log.info({ protocol: name, addr: section.addr, port: section.port }, `${name} listening`);
+            resolve();
+          });
+        }),
+    ),
+  );
+  return built.map((b) => b.server);
+}

@@ -1,0 +1,896 @@
+/**
+ * The pull model of a queue process (ARCHITECTURE.md "Two kinds of worker"): external
+ * workers lease messages instead of the queue forking a script. Every front door (lmstfy,
+ * Cloudq, RQMS, and Workq later) reaches these transitions through the queue commands
+ * (commands.ts), written once here:
+ *
+ * | command  | move                       | what changes                                              |
+ * | -------- | -------------------------- | --------------------------------------------------------- |
+ * | publish  | → que                      | a new message with `attach/payload` and the pull fields   |
+ * | lease    | que → run                  | `lease {owner, at, until}`, count + 1, tries − 1, rev + 1 |
+ * | TTR end  | run → que, or run → err    | lease dropped; dead (err) when no tries (or count ≥ max_count) are left |
+ * | nack     | run → que (or err)         | as a TTR end, after a delay; `refund` undoes the lease    |
+ * | touch    | run (in place)             | the lease's end                                           |
+ * | ack      | que, run or err → done     | the external id is forgotten                              |
+ * | set      | que / run / err → que, or → que as new | payload replaced, rev + 1, lease dropped       |
+ * | respawn  | err (dead) → que, at the tail | 1 try, a new TTL                                       |
+ * | TTL end, purge, dead-letter delete | → trash (removed) | the external id is forgotten              |
+ *
+ * A lease is durable before it is answered (the msg with its lease is fsynced with the
+ * rename), so a restart keeps it: start-up recovery gives every leased message back to
+ * this module (`adopt`), which applies the TTR rule to the leases that ended while the
+ * process was down. TTR ends, delays (the engine's due timer) and TTLs run on
+ * millisecond timers. Blocking leases wait in a FIFO list that every message becoming
+ * ready wakes (`wake`), with no polling.
+ *
+ * Operations on one message are serialised (`exclusive`), so an ack racing a TTR end or
+ * a set sees the message in one state or the next, never halfway.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { RqError, coerceError } from '../domain/errors.js';
+import { idTimeMs, isSafeId } from '../domain/ids.js';
+import { PARAM_KEYS, isPlainObject, type Lease, type Message, type MessageInput } from '../domain/message.js';
+import type { State } from '../domain/states.js';
+import type { Logger } from '../lib/logger.js';
+import type { RpcConnection } from '../client/rpc.js';
+import { emptyTrash } from '../store/disk-usage.js';
+import { extIds, type ExtIds } from '../store/ext-ids.js';
+import type { QueueLayout } from '../store/layout.js';
+import type { MessageStore } from '../store/message-store.js';
+import { entryFromMessage, type QueEntry } from '../store/que-index.js';
+import type { QueList } from './que-list.js';
+
+/** The attachment that holds a pull message's body. */
+export const PAYLOAD = 'payload';
+/** The most messages one lease takes. */
+export const MAX_LEASE_COUNT = 1000;
+/** The longest external id, in bytes (RQMS allows 1024). */
+const MAX_EXT_ID_BYTES = 1024;
+/** Node's longest timer; a later instant is re-armed when it fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** What the engine lends this module: its memory of the queue and its bookkeeping. */
+export interface PullHost {
+  name: string;
+  store: MessageStore;
+  layout: QueueLayout;
+  log: Logger;
+  que: QueList;
+  /** Is this a pull queue (no script)? Leases are refused otherwise. */
+  isPull(): boolean;
+  /** May messages be handed out now (admin UP)? */
+  isUp(): boolean;
+  /** Where a message is (the engine's lookup), or undefined. */
+  stateOf(id: string): State | undefined;
+  /** A leased message's run entry: add, get, remove (the engine's `run` map). */
+  runs: {
+    add(id: string, msg: Message, status: string): void;
+    get(id: string): { msg: Message } | undefined;
+    delete(id: string): void;
+    leased(): number;
+  };
+  /** A message entered que: list it and wake waiters. */
+  queued(entry: QueEntry): void;
+  /** A message left for a final state or was removed: keep the counts. */
+  counted(event: { to: 'done' | 'err' } | { from: 'err' }, id: string): void;
+  /** Make a message (the engine's create) with these attachments and directories to sync. */
+  create(input: MessageInput, extra: (msg: Message) => void, files: Record<string, Buffer>, syncDirs: string[]): Promise<Message>;
+}
+
+/** A message as the pull commands show it (the front doors' PulledJob). */
+export interface PulledView {
+  queue: string;
+  /** rq's short id (the directory name). */
+  id: string;
+  /** The external id (lmstfy job id, RQMS item id), or null. */
+  ext_id: string | null;
+  state: State;
+  /** `attach/payload`, base64; null when the message has none (an RQ-native message). */
+  payload: string | null;
+  /** param1..param4, null when absent. */
+  params: unknown[];
+  src: unknown;
+  /** When the message was created (from its id), epoch ms. */
+  created_ms: number;
+  /** When it is (or was) due, epoch ms. */
+  due_ms: number;
+  /** When it expires (TTL), epoch ms; null for never. */
+  expires_at: number | null;
+  /** Deliveries left (after this one, in a lease reply); null when not counted by tries. */
+  tries: number | null;
+  /** Leases so far (RQ's `count`). */
+  count: number;
+  /** Leases before a lease that ends sends it to err; 0 = no limit. */
+  max_count: number;
+  /** Raised by every publish, set and lease. */
+  rev: number;
+  priority: number;
+  /** In err as a dead letter. */
+  dead: boolean;
+  /** The live lease: who, since when, until when (epoch ms; null = no expiry). */
+  lease: Lease | null;
+}
+
+interface Waiter {
+  owner: string;
+  ttrMs: number | null;
+  token: string | undefined;
+  /** Out of the list, timer stopped, answered (once; later calls do nothing). */
+  settle: (jobs: PulledView[]) => void;
+  /** The client closed its connection. */
+  gone: boolean;
+}
+
+// ───────────────────────────── argument checks ─────────────────────────────
+
+function bad(text: string): RqError {
+  return new RqError('RQ_BAD_REQUEST', text);
+}
+
+function optNumber(arg: Record<string, unknown>, key: string, o: { min?: number; integer?: boolean } = {}): number | undefined {
+  const v = arg[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || (o.integer && !Number.isInteger(v)) || (o.min !== undefined && v < o.min)) {
+    throw bad(`'${key}' must be ${o.integer ? 'an integer' : 'a number'}${o.min !== undefined ? ` >= ${o.min}` : ''}, got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+function optString(arg: Record<string, unknown>, key: string): string | undefined {
+  const v = arg[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw bad(`'${key}' must be a string, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function extIdOf(arg: Record<string, unknown>, key = 'ext_id'): string | undefined {
+  const v = optString(arg, key);
+  if (v !== undefined && (v === '' || Buffer.byteLength(v) > MAX_EXT_ID_BYTES)) throw bad(`'${key}' must be 1 to ${MAX_EXT_ID_BYTES} bytes`);
+  return v;
+}
+
+function refOf(arg: Record<string, unknown>): string {
+  const ref = extIdOf(arg, 'ref');
+  if (ref === undefined) throw bad("lacking 'ref' field (an external id or a message id)");
+  return ref;
+}
+
+/** The fields of a publish or set, checked. */
+interface PublishFields {
+  src: string;
+  payload: Buffer | undefined;
+  params: Partial<Record<(typeof PARAM_KEYS)[number], unknown>>;
+  extId: string | undefined;
+  delayMs: number;
+  ttlMs: number | undefined;
+  tries: number | undefined;
+  maxCount: number | undefined;
+  priority: number | undefined;
+  rank: number | undefined;
+  sortKey: string | undefined;
+  requeue: 'tail' | 'place' | undefined;
+}
+
+function publishFields(arg: Record<string, unknown>): PublishFields {
+  const payloadText = optString(arg, 'payload');
+  if (payloadText !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(payloadText)) throw bad("'payload' must be base64");
+  const params = arg['params'] ?? {};
+  if (!isPlainObject(params) || Object.keys(params).some((k) => !(PARAM_KEYS as readonly string[]).includes(k))) {
+    throw bad(`'params' must be an object with keys among ${PARAM_KEYS.join(', ')}`);
+  }
+  const requeue = arg['requeue'] ?? undefined;
+  if (requeue !== undefined && requeue !== 'tail' && requeue !== 'place') throw bad(`'requeue' must be "tail" or "place", got ${JSON.stringify(requeue)}`);
+  const ttl = optNumber(arg, 'ttl_ms', { min: 0 });
+  return {
+    src: optString(arg, 'src') ?? 'pull',
+    payload: payloadText === undefined ? undefined : Buffer.from(payloadText, 'base64'),
+    params,
+    extId: extIdOf(arg),
+    delayMs: optNumber(arg, 'delay_ms', { min: 0 }) ?? 0,
+    ttlMs: ttl === 0 ? undefined : ttl,
+    tries: optNumber(arg, 'tries', { min: 1, integer: true }),
+    maxCount: optNumber(arg, 'max_count', { min: 0, integer: true }),
+    priority: optNumber(arg, 'priority'),
+    rank: optNumber(arg, 'rank'),
+    sortKey: optString(arg, 'sort_key'),
+    requeue,
+  };
+}
+
+/** The pull fields of a message from a publish or set (those not given are removed). */
+function applyFields(msg: Message, f: PublishFields, now: number): void {
+  const set = <K extends keyof Message>(key: K, value: Message[K] | undefined): void => {
+    if (value === undefined) delete msg[key];
+    else msg[key] = value;
+  };
+  set('ext_id', f.extId);
+  set('priority', f.priority);
+  set('rank', f.rank);
+  set('sort_key', f.sortKey);
+  set('expires_at', f.ttlMs === undefined ? undefined : now + f.ttlMs);
+  set('tries', f.tries);
+  set('requeue', f.requeue);
+  msg.due = (now + f.delayMs) / 1000;
+  if (f.maxCount !== undefined) msg.max_count = f.maxCount;
+}
+
+/** Does a message whose lease ended go to the dead letter? (No tries left, or its count reached max_count.) */
+function isSpent(msg: Message): boolean {
+  if (typeof msg.tries === 'number') return msg.tries <= 0;
+  const max = msg.max_count ?? 15;
+  return max > 0 && (msg.count ?? 0) >= max;
+}
+
+function leaseText(lease: Lease, msg: Message): string {
+  const until = lease.until === null ? 'released' : new Date(lease.until).toISOString();
+  const tries = typeof msg.tries === 'number' ? `, ${msg.tries} tries left` : '';
+  return `leased by ${lease.owner} until ${until}${tries}`;
+}
+
+/** A min-heap of (instant, id): the TTL timer's queue. Stale entries are skipped when they surface. */
+class Deadlines {
+  private readonly heap: Array<{ at: number; id: string }> = [];
+
+  get size(): number {
+    return this.heap.length;
+  }
+
+  peek(): { at: number; id: string } | undefined {
+    return this.heap[0];
+  }
+
+  push(at: number, id: string): void {
+    const h = this.heap;
+    h.push({ at, id });
+    for (let i = h.length - 1; i > 0; ) {
+      const p = (i - 1) >> 1;
+      if (h[p]!.at <= h[i]!.at) break;
+      [h[p], h[i]] = [h[i]!, h[p]!];
+      i = p;
+    }
+  }
+
+  pop(): { at: number; id: string } | undefined {
+    const h = this.heap;
+    const top = h[0];
+    const last = h.pop();
+    if (h.length > 0 && last) {
+      h[0] = last;
+      for (let i = 0; ; ) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < h.length && h[l]!.at < h[m]!.at) m = l;
+        if (r < h.length && h[r]!.at < h[m]!.at) m = r;
+        if (m === i) break;
+        [h[m], h[i]] = [h[i]!, h[m]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+}
+
+export class PullDesk {
+  private readonly h: PullHost;
+  private readonly ids: ExtIds;
+  private readonly waiters: Waiter[] = [];
+  /** Dead letters, oldest first: [dead_at, id]. */
+  private dead: Array<[number, string]> = [];
+  private readonly ttrTimers = new Map<string, NodeJS.Timeout>();
+  private readonly ttls = new Deadlines();
+  private ttlTimer: NodeJS.Timeout | undefined;
+  private ttlTimerAt = Infinity;
+  /** The operation in progress on each message (see `exclusive`). */
+  private readonly busy = new Map<string, Promise<unknown>>();
+  private trashTimer: NodeJS.Timeout | undefined;
+  /** Messages whose create (with an external id claimed) has not committed yet: settled when it has or failed. */
+  private readonly creating = new Map<string, Promise<void>>();
+
+  constructor(host: PullHost) {
+    this.h = host;
+    this.ids = extIds(host.layout);
+  }
+
+  // ───────────────────────────── start-up ─────────────────────────────
+
+  /** Recovery: a leased message found in run/ stays leased; a lease that ended meanwhile ends now. */
+  adopt(id: string, msg: Message, lease: Lease): void {
+    this.h.runs.add(id, msg, leaseText(lease, msg));
+    this.armTtr(id, lease.until);
+    this.watchTtl(id, msg.expires_at);
+  }
+
+  /** Recovery: the TTLs of the waiting messages and the dead letters (read from err/, pull queues only). */
+  load(entries: Iterable<QueEntry>, errIds: readonly string[]): void {
+    for (const e of entries) this.watchTtl(e.id, e.pull?.e);
+    if (!this.h.isPull()) return;
+    for (const id of errIds) {
+      try {
+        const msg = this.h.store.readMsg('err', id);
+        if (msg.dead === true) this.dead.push([typeof msg.dead_at === 'number' ? msg.dead_at : 0, id]);
+      } catch {
+        // unreadable: not a dead letter we can show
+      }
+    }
+    this.dead.sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : 1));
+  }
+
+  /** A message entered que by any path: watch its TTL. */
+  noticeQueued(entry: QueEntry): void {
+    this.watchTtl(entry.id, entry.pull?.e);
+  }
+
+  /** A message left err by a path outside this module (an operator's delete or a clean). */
+  forgetDead(id: string): void {
+    this.dead = this.dead.filter(([, d]) => d !== id);
+  }
+
+  /** A leased message was removed by an operator: stop its timer. */
+  forgetLease(id: string): void {
+    clearTimeout(this.ttrTimers.get(id));
+    this.ttrTimers.delete(id);
+  }
+
+  // ───────────────────────────── commands ─────────────────────────────
+
+  /** The pull commands that make or hand out messages need a pull queue: a script would compete for them. */
+  private needPull(): void {
+    if (!this.h.isPull()) throw new RqError('RQ_NOT_PULL', `queue ${this.h.name} runs a script; external workers cannot use it`);
+  }
+
+  async publish(arg: Record<string, unknown>): Promise<{ id: string; ext_id: string | null }> {
+    this.needPull();
+    const f = publishFields(arg);
+    const msg = await this.createMessage(f);
+    return { id: msg.msg_id, ext_id: msg.ext_id ?? null };
+  }
+
+  /**
+   * lease: up to `count` ready messages, in que order. With `wait_ms` and none ready,
+   * wait for one (FIFO among waiters); `waiter` names the wait for `cancel_wait`.
+   */
+  lease(arg: Record<string, unknown>, conn?: RpcConnection): Promise<PulledView[]> {
+    this.needPull();
+    const owner = optString(arg, 'owner');
+    if (owner === undefined || owner === '') throw bad("lacking 'owner' field");
+    const ttrMs = optNumber(arg, 'ttr_ms', { min: 0 }) ?? null;
+    const count = optNumber(arg, 'count', { min: 1, integer: true }) ?? 1;
+    if (count > MAX_LEASE_COUNT) throw bad(`'count' must be at most ${MAX_LEASE_COUNT}`);
+    const waitMs = optNumber(arg, 'wait_ms', { min: 0 }) ?? 0;
+    const token = optString(arg, 'waiter');
+    const taken = this.takeReady(owner, ttrMs, count);
+    if (taken.length > 0 || waitMs === 0) return this.leased(taken);
+    return new Promise((resolve) => {
+      let settled = false;
+      const timer = setTimeout(() => w.settle([]), Math.min(waitMs, MAX_TIMER_MS));
+      const w: Waiter = {
+        owner,
+        ttrMs,
+        token,
+        gone: false,
+        settle: (got) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          const at = this.waiters.indexOf(w);
+          if (at >= 0) this.waiters.splice(at, 1);
+          resolve(got);
+        },
+      };
+      this.waiters.push(w);
+      conn?.setIdleTimeout(waitMs + 60_000);
+      // The client went away: its wait ends, and a lease made for it in the race is handed back.
+      conn?.onClose(() => {
+        w.gone = true;
+        w.settle([]);
+      });
+    });
+  }
+
+  /** cancel_wait: end the waits named `waiter` with no message. */
+  cancelWait(arg: Record<string, unknown>): number {
+    const token = optString(arg, 'waiter');
+    const hit = this.waiters.filter((w) => w.token !== undefined && w.token === token);
+    for (const w of hit) w.settle([]);
+    return hit.length;
+  }
+
+  /** Serve waiters, first come first served, while messages are ready (a commit, a due timer, a requeue, a resume). */
+  wake(): void {
+    while (this.waiters.length > 0 && this.h.isUp()) {
+      const w = this.waiters[0]!;
+      const taken = this.takeReady(w.owner, w.ttrMs, 1);
+      if (taken.length === 0) return;
+      this.waiters.shift();
+      void this.leased(taken).then(async (jobs) => {
+        if (!w.gone) return w.settle(jobs);
+        for (const job of jobs) await this.exclusive(job.id, () => this.endLease(job.id, 'refund')).catch(() => undefined);
+      });
+    }
+  }
+
+  /** The leases that were made; one that failed is logged (its message stays in que). */
+  private async leased(taken: Array<Promise<PulledView>>): Promise<PulledView[]> {
+    const out: PulledView[] = [];
+    for (const r of await Promise.allSettled(taken)) {
+      if (r.status === 'fulfilled') out.push(r.value);
+      else this.h.log.error({ err: coerceError(r.reason).message }, 'a lease failed');
+    }
+    return out;
+  }
+
+  /** Start leases of up to `count` ready messages: taken out of the list at once, each committed in turn. */
+  private takeReady(owner: string, ttrMs: number | null, count: number): Array<Promise<PulledView>> {
+    const out: Array<Promise<PulledView>> = [];
+    if (!this.h.isUp()) return out;
+    const now = Date.now();
+    const picked: QueEntry[] = [];
+    for (const e of this.h.que.readyEntries()) {
+      if (picked.length >= count) break;
+      if (this.busy.has(e.id)) continue;
+      if (e.pull?.e !== undefined && e.pull.e <= now) continue; // expiring: the TTL timer takes it
+      picked.push(e);
+    }
+    for (const e of picked) {
+      this.h.que.remove(e.id);
+      out.push(this.exclusive(e.id, () => this.leaseOne(e, owner, ttrMs)));
+    }
+    return out;
+  }
+
+  /** que → run for a lease; `entry` is already out of the list (back in it if the commit fails). */
+  private async leaseOne(entry: QueEntry, owner: string, ttrMs: number | null): Promise<PulledView> {
+    const { store, que } = this.h;
+    let msg: Message;
+    try {
+      msg = store.readMsg('que', entry.id);
+    } catch (e) {
+      this.h.log.error({ msg_id: entry.id, err: coerceError(e).message }, 'unreadable message left in que');
+      que.insert(entry);
+      throw e;
+    }
+    const now = Date.now();
+    const lease: Lease = { owner, at: now, until: ttrMs === null ? null : now + ttrMs };
+    msg.count = (msg.count ?? 0) + 1;
+    if (typeof msg.tries === 'number') msg.tries -= 1;
+    msg.rev = (msg.rev ?? 0) + 1;
+    msg.lease = lease;
+    try {
+      await store.lease(entry.id, msg);
+    } catch (e) {
+      que.insert(entry);
+      throw e;
+    }
+    this.h.runs.add(entry.id, msg, leaseText(lease, msg));
+    this.armTtr(entry.id, lease.until);
+    const view = this.view('run', msg);
+    // A lease that ends as it starts (TTR 0, RQMS time <= 0) is back in que before the answer, so the next lease sees it.
+    if (lease.until !== null && lease.until <= Date.now()) await this.endLease(entry.id, 'expired');
+    return view;
+  }
+
+  /** ack: the message goes to done with `status`, its external id forgotten. */
+  ack(arg: Record<string, unknown>): Promise<{ id: string }> {
+    const id = this.resolve(refOf(arg));
+    const rev = optNumber(arg, 'rev', { integer: true });
+    const status = optString(arg, 'status') ?? 'acknowledged';
+    const from = arg['from'] ?? ['que', 'run', 'err'];
+    if (!Array.isArray(from)) throw bad("'from' must be an array of states");
+    return this.exclusive(id, async () => {
+      const state = this.h.stateOf(id);
+      if (state === undefined || !from.includes(state) || (state !== 'que' && state !== 'run' && state !== 'err')) {
+        throw new RqError('RQ_NOT_FOUND', 'msg not found');
+      }
+      const msg = this.current(state, id);
+      if (rev !== undefined && (msg.rev ?? 0) !== rev) throw new RqError('RQ_STALE', `msg ${id} is at rev ${msg.rev ?? 0}, not ${rev}`);
+      delete msg.lease;
+      await this.h.store.move(id, state, 'done', { msg, status });
+      this.left(state, id);
+      this.h.counted({ to: 'done' }, id);
+      this.forgetExtId(msg);
+      return { id };
+    });
+  }
+
+  /** nack: a lease ends now (or after `delay_ms`); `refund` undoes the lease as if it never was. */
+  nack(arg: Record<string, unknown>): Promise<{ id: string; state: State }> {
+    const id = this.resolve(refOf(arg));
+    const refund = arg['refund'] === true;
+    const delayMs = optNumber(arg, 'delay_ms', { min: 0 }) ?? 0;
+    return this.exclusive(id, async () => {
+      if (this.h.stateOf(id) !== 'run' || !this.h.runs.get(id)?.msg.lease) throw new RqError('RQ_NOT_IN_STATE', 'msg is not leased');
+      return { id, state: await this.endLease(id, refund ? 'refund' : 'fail', delayMs) };
+    });
+  }
+
+  /** touch: the lease now ends `ttr_ms` from now. */
+  touch(arg: Record<string, unknown>): Promise<{ until: number }> {
+    const id = this.resolve(refOf(arg));
+    const ttrMs = optNumber(arg, 'ttr_ms', { min: 0 });
+    if (ttrMs === undefined) throw bad("lacking 'ttr_ms' field");
+    const rev = optNumber(arg, 'rev', { integer: true });
+    return this.exclusive(id, async () => {
+      const run = this.h.runs.get(id);
+      if (!run?.msg.lease) throw new RqError('RQ_NOT_IN_STATE', 'msg is not leased');
+      if (rev !== undefined && (run.msg.rev ?? 0) !== rev) throw new RqError('RQ_STALE', `msg ${id} is at rev ${run.msg.rev ?? 0}, not ${rev}`);
+      const until = Date.now() + ttrMs;
+      const msg: Message = { ...run.msg, lease: { ...run.msg.lease, until } };
+      await this.h.store.rewrite('run', id, { msg });
+      run.msg = msg;
+      this.h.runs.add(id, msg, leaseText(msg.lease!, msg));
+      this.armTtr(id, until);
+      return { until };
+    });
+  }
+
+  /** set: upsert by external id (RQMS PUT). */
+  async set(arg: Record<string, unknown>): Promise<{ id: string; created: boolean }> {
+    this.needPull();
+    const f = publishFields(arg);
+    if (f.extId === undefined) throw bad("lacking 'ext_id' field");
+    const extId = f.extId;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const id = this.findExt(extId);
+      // Made by a publish or set that has not committed yet: set it once it has.
+      if (id !== undefined) await this.creating.get(id);
+      if (id === undefined) {
+        try {
+          const msg = await this.createMessage(f);
+          return { id: msg.msg_id, created: true };
+        } catch (e) {
+          if (e instanceof RqError && e.code === 'RQ_DUPLICATE') continue; // made meanwhile: set it
+          throw e;
+        }
+      }
+      const done = await this.exclusive(id, async () => {
+        const state = this.h.stateOf(id);
+        if (state !== 'que' && state !== 'run' && state !== 'err') return false;
+        const msg = this.current(state, id);
+        const now = Date.now();
+        applyFields(msg, f, now);
+        msg.rev = (msg.rev ?? 0) + 1;
+        delete msg.lease;
+        delete msg.dead;
+        delete msg.dead_at;
+        const files = f.payload ? { [PAYLOAD]: f.payload } : {};
+        if (state === 'que') await this.h.store.rewrite('que', id, { msg, files });
+        else {
+          await this.h.store.enqueue(id, state, { msg, files });
+          this.left(state, id);
+        }
+        this.h.queued(entryFromMessage(msg));
+        return true;
+      });
+      if (done) return { id, created: false };
+    }
+    throw new RqError('RQ_IO', `cannot set ${extId}: it keeps changing`);
+  }
+
+  /** peek: without `ref` the message the next lease would take; with it, that message in any state but done. */
+  peek(arg: Record<string, unknown>): PulledView | null {
+    const ref = extIdOf(arg, 'ref');
+    if (ref === undefined) {
+      const now = Date.now();
+      for (const e of this.h.que.readyEntries()) {
+        if (e.pull?.e !== undefined && e.pull.e <= now) continue;
+        try {
+          return this.view('que', this.h.store.readMsg('que', e.id));
+        } catch {
+          // taken meanwhile
+        }
+      }
+      return null;
+    }
+    const id = this.findExt(ref) ?? (isSafeId(ref) ? ref : undefined);
+    const state = id === undefined ? undefined : this.h.stateOf(id);
+    if (id === undefined || state === undefined || state === 'done' || state === 'relayed') return null;
+    try {
+      return this.view(state, this.current(state, id));
+    } catch {
+      return null;
+    }
+  }
+
+  stats(): { ready: number; delayed: number; leased: number; dead: number } {
+    const ready = this.h.que.readySize;
+    return { ready, delayed: this.h.que.size - ready, leased: this.h.runs.leased(), dead: this.dead.length };
+  }
+
+  /** purge_ready: remove every ready message; delayed, leased and dead ones stay. */
+  purgeReady(): number {
+    let n = 0;
+    for (const e of [...this.h.que.readyEntries()]) {
+      if (this.busy.has(e.id)) continue;
+      if (this.discard('que', e.id)) n++;
+    }
+    return n;
+  }
+
+  /** respawn: up to `limit` dead letters, oldest first, to the tail of que with 1 try and a TTL (`ttl_ms`, 0 = none). */
+  async respawn(arg: Record<string, unknown>): Promise<number> {
+    const limit = optNumber(arg, 'limit', { min: 1, integer: true }) ?? 1;
+    const ttlMs = optNumber(arg, 'ttl_ms', { min: 0 }) ?? 0;
+    let n = 0;
+    for (const [, id] of this.dead.slice(0, limit)) {
+      const moved = await this.exclusive(id, async () => {
+        if (this.h.stateOf(id) !== 'err') return false;
+        const msg = this.h.store.readMsg('err', id);
+        const now = Date.now();
+        delete msg.dead;
+        delete msg.dead_at;
+        msg.tries = 1;
+        if (ttlMs > 0) msg.expires_at = now + ttlMs;
+        else delete msg.expires_at;
+        msg.due = now / 1000;
+        // The tail: a rank, if it has one, moves with it.
+        if (msg.rank !== undefined) msg.rank = now;
+        msg.rev = (msg.rev ?? 0) + 1;
+        const entry = await this.h.store.enqueue(id, 'err', { msg, status: 'respawned' });
+        this.left('err', id);
+        this.h.queued(entry);
+        return true;
+      });
+      if (moved) n++;
+    }
+    return n;
+  }
+
+  /** dead_letter: size and oldest dead letter; with `delete`, first remove up to that many, oldest first. */
+  deadLetter(arg: Record<string, unknown>): { size: number; head: PulledView | null; deleted: number } {
+    const limit = optNumber(arg, 'delete', { min: 0, integer: true }) ?? 0;
+    let deleted = 0;
+    for (const [, id] of this.dead.slice(0, limit)) {
+      if (!this.busy.has(id) && this.discard('err', id)) deleted++;
+    }
+    let head: PulledView | null = null;
+    for (const [, id] of this.dead) {
+      try {
+        head = this.view('err', this.h.store.readMsg('err', id));
+        break;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return { size: this.dead.length, head, deleted };
+  }
+
+  // ───────────────────────────── internals ─────────────────────────────
+
+  /** Run `fn` after any operation in progress on message `id`, and before the next. */
+  private exclusive<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const before = this.busy.get(id) ?? Promise.resolve();
+    const mine = before.then(fn, fn);
+    const tail = mine.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.busy.set(id, tail);
+    void tail.then(() => {
+      if (this.busy.get(id) !== tail) return;
+      this.busy.delete(id);
+      // A message that became ready inside the operation (a lease ended, a respawn) was
+      // busy when its commit woke the waiters: wake them again now that it is free.
+      if (this.waiters.length > 0) this.wake();
+    });
+    return mine;
+  }
+
+  /** A new pull message: payload, external id (claimed first, fsynced with the commit), the pull fields. */
+  private async createMessage(f: PublishFields): Promise<Message> {
+    const { extId } = f;
+    const input: MessageInput = { dest: this.h.name, src: f.src, ...f.params };
+    const files = f.payload ? { [PAYLOAD]: f.payload } : {};
+    let claimed: string | undefined;
+    let settle = (): void => undefined;
+    try {
+      return await this.h.create(
+        input,
+        (msg) => {
+          applyFields(msg, f, Date.now());
+          msg.rev = 1;
+          if (extId !== undefined) {
+            if (!this.ids.claim(extId, msg.msg_id, (old) => this.isLiveExt(extId, old))) {
+              throw new RqError('RQ_DUPLICATE', `a message with id ${extId} is already in queue ${this.h.name}`);
+            }
+            claimed = msg.msg_id;
+            this.creating.set(claimed, new Promise((r) => (settle = r)));
+          }
+        },
+        files,
+        extId !== undefined ? [this.h.layout.idsDir] : [],
+      );
+    } catch (e) {
+      if (extId !== undefined && claimed !== undefined) this.ids.release(extId, claimed);
+      throw e;
+    } finally {
+      if (claimed !== undefined) this.creating.delete(claimed);
+      settle();
+    }
+  }
+
+  /** Is `id` a message holding external id `extId` that is not done? */
+  private isLiveExt(extId: string, id: string): boolean {
+    if (!isSafeId(id)) return false;
+    if (this.creating.has(id)) return true; // claimed, not committed yet
+    const state = this.h.stateOf(id);
+    if (state === undefined || state === 'done' || state === 'relayed') return false;
+    if (state === 'prep') return true; // being made right now
+    try {
+      return this.current(state, id).ext_id === extId;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The message holding external id `extId`, not done, or undefined. */
+  private findExt(extId: string): string | undefined {
+    const id = this.ids.lookup(extId);
+    return id !== undefined && this.isLiveExt(extId, id) ? id : undefined;
+  }
+
+  /** An external id, else a short id. */
+  private resolve(ref: string): string {
+    const id = this.findExt(ref) ?? (isSafeId(ref) ? ref : undefined);
+    if (id === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    return id;
+  }
+
+  /** The message as it is now: a leased one from memory, else its file. */
+  private current(state: State, id: string): Message {
+    const run = state === 'run' ? this.h.runs.get(id) : undefined;
+    if (run) return { ...run.msg };
+    try {
+      return this.h.store.readMsg(state, id);
+    } catch (e) {
+      throw new RqError('RQ_NOT_FOUND', 'msg not found', { cause: e });
+    }
+  }
+
+  /** Forget a message in memory as it leaves `state` (the store has moved it). */
+  private left(state: State, id: string): void {
+    if (state === 'que') this.h.que.remove(id);
+    if (state === 'run') {
+      this.forgetLease(id);
+      this.h.runs.delete(id);
+    }
+    if (state === 'err') {
+      this.forgetDead(id);
+      this.h.counted({ from: 'err' }, id);
+    }
+  }
+
+  private forgetExtId(msg: Message): void {
+    if (typeof msg.ext_id === 'string') this.ids.release(msg.ext_id, msg.msg_id);
+  }
+
+  /** Remove a message for good (TTL, purge, dead-letter delete): into the trash, emptied soon after. */
+  private discard(state: 'que' | 'run' | 'err', id: string): boolean {
+    let msg: Message | undefined;
+    try {
+      msg = this.current(state, id);
+    } catch {
+      msg = undefined;
+    }
+    if (!this.h.store.discard(state, id)) return false;
+    this.left(state, id);
+    if (msg) this.forgetExtId(msg);
+    this.trashTimer ??= setTimeout(() => {
+      this.trashTimer = undefined;
+      emptyTrash(this.h.layout).catch((e: unknown) => this.h.log.warn({ err: coerceError(e).message }, 'cannot empty the trash'));
+    }, 1_000);
+    return true;
+  }
+
+  /** End a lease (TTR end, nack or refund): back to que, or to err as dead when spent. */
+  private async endLease(id: string, how: 'expired' | 'fail' | 'refund', delayMs = 0): Promise<State> {
+    const run = this.h.runs.get(id);
+    if (!run?.msg.lease) return 'run';
+    this.forgetLease(id);
+    const msg: Message = { ...run.msg };
+    delete msg.lease;
+    const now = Date.now();
+    if (how === 'refund') {
+      msg.count = Math.max(0, (msg.count ?? 1) - 1);
+      if (typeof msg.tries === 'number') msg.tries += 1;
+    } else if (isSpent(msg)) {
+      msg.dead = true;
+      msg.dead_at = now;
+      delete msg.expires_at;
+      const why = how === 'expired' ? 'lease ran out' : 'failed';
+      await this.h.store.move(id, 'run', 'err', { msg, status: `dead: ${why} with no tries left` });
+      this.h.runs.delete(id);
+      this.dead.push([now, id]);
+      this.h.counted({ to: 'err' }, id);
+      return 'err';
+    } else if (delayMs > 0) {
+      msg.due = (now + delayMs) / 1000;
+    } else if (msg.requeue === 'tail') {
+      msg.due = now / 1000;
+      if (msg.rank !== undefined) msg.rank = now;
+    }
+    const entry = await this.h.store.enqueue(id, 'run', { msg });
+    this.h.runs.delete(id);
+    this.h.queued(entry);
+    return 'que';
+  }
+
+  private armTtr(id: string, until: number | null): void {
+    this.forgetLease(id);
+    if (until === null) return;
+    const wait = until - Date.now();
+    const timer = setTimeout(
+      () => {
+        this.ttrTimers.delete(id);
+        if (wait > MAX_TIMER_MS) return this.armTtr(id, until);
+        void this.exclusive(id, () => this.endLease(id, 'expired')).catch((e: unknown) =>
+          this.h.log.error({ msg_id: id, err: coerceError(e).message }, 'cannot end a lease; it stays in run until restart'),
+        );
+      },
+      Math.max(0, Math.min(wait, MAX_TIMER_MS)),
+    );
+    this.ttrTimers.set(id, timer);
+  }
+
+  private watchTtl(id: string, at: unknown): void {
+    if (typeof at !== 'number') return;
+    this.ttls.push(at, id);
+    if (at < this.ttlTimerAt) this.armTtl(at);
+  }
+
+  private armTtl(at: number): void {
+    if (this.ttlTimer) clearTimeout(this.ttlTimer);
+    this.ttlTimerAt = at;
+    this.ttlTimer = setTimeout(() => this.onTtl(), Math.max(0, Math.min(at - Date.now(), MAX_TIMER_MS)));
+  }
+
+  /** Remove the messages whose TTL has ended (waiting or leased; never dead ones). */
+  private onTtl(): void {
+    this.ttlTimer = undefined;
+    this.ttlTimerAt = Infinity;
+    const now = Date.now();
+    for (let top = this.ttls.peek(); top !== undefined && top.at <= now; top = this.ttls.peek()) {
+      this.ttls.pop();
+      const { id, at } = top;
+      void this.exclusive(id, async () => {
+        const state = this.h.stateOf(id);
+        const expires = state === 'que' ? this.h.que.get(id)?.pull?.e : state === 'run' ? this.h.runs.get(id)?.msg.expires_at : undefined;
+        if ((state !== 'que' && state !== 'run') || expires !== at) return;
+        if (this.discard(state, id)) this.h.log.info({ msg_id: id, state }, 'message expired (TTL) and removed');
+      });
+    }
+    const next = this.ttls.peek();
+    if (next) this.armTtl(next.at);
+  }
+
+  /** What the pull commands show of a message. */
+  private view(state: State, msg: Message): PulledView {
+    let payload: string | null = null;
+    try {
+      payload = fs.readFileSync(path.join(this.h.layout.msgDir(state, msg.msg_id), 'attach', PAYLOAD)).toString('base64');
+    } catch {
+      // no payload: an RQ-native message
+    }
+    return {
+      queue: this.h.name,
+      id: msg.msg_id,
+      ext_id: typeof msg.ext_id === 'string' ? msg.ext_id : null,
+      state,
+      payload,
+      params: PARAM_KEYS.map((k) => msg[k] ?? null),
+      src: msg.src ?? null,
+      created_ms: idTimeMs(msg.msg_id) ?? 0,
+      due_ms: entryFromMessage(msg).dueMs,
+      expires_at: typeof msg.expires_at === 'number' ? msg.expires_at : null,
+      tries: typeof msg.tries === 'number' ? msg.tries : null,
+      count: msg.count ?? 0,
+      max_count: msg.max_count ?? 15,
+      rev: msg.rev ?? 0,
+      priority: typeof msg.priority === 'number' ? msg.priority : 0,
+      dead: msg.dead === true,
+      lease: msg.lease ?? null,
+    };
+  }
+}
+

@@ -1,0 +1,218 @@
+// The pull model in a real queue process (src/queue/pull.ts), over its socket: publish,
+// lease, ack, nack, touch, set, peek, TTR ends, tries, the dead letter, TTLs, waiters,
+// and recovery of leases across kill -9.
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { useTestRoot, waitFor, type TestRoot } from '../helpers/install.js';
+
+const t = useTestRoot();
+
+/** A pull queue (no script) running in its own process. */
+async function pullQueue(root: TestRoot, name = 'pq'): Promise<string> {
+  root.addQueue({ name, script: '/nonexistent' });
+  fs.writeFileSync(path.join(root.queueDir(name), 'config.json'), JSON.stringify({ name, script: '', num_workers: 0 }));
+  await root.start(name);
+  return name;
+}
+
+async function ok(root: TestRoot, queue: string, command: string, arg: Record<string, unknown>): Promise<any> {
+  const reply = (await root.rpc(queue, command, arg)) as unknown[];
+  if (reply?.[0] !== 'ok') throw new Error(`${command} ${JSON.stringify(arg)} → ${JSON.stringify(reply)}`);
+  return reply[1];
+}
+
+const b64 = (s: string): string => Buffer.from(s).toString('base64');
+
+describe('publish and lease', () => {
+  it('leases in FIFO order, each message once, with its payload and lease', async () => {
+    const q = await pullQueue(t());
+    for (const n of [1, 2, 3]) await ok(t(), q, 'publish', { src: 'test', payload: b64(`job ${n}`) });
+    const jobs = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000, count: 2 });
+    expect(jobs.map((j: any) => Buffer.from(j.payload, 'base64').toString())).toEqual(['job 1', 'job 2']);
+    expect(jobs[0]).toMatchObject({ state: 'run', count: 1, rev: 2, lease: { owner: 'w' } });
+    expect(await t().state(q, jobs[0].id)).toBe('run');
+    expect(fs.readFileSync(path.join(t().queueDir(q), 'run', jobs[0].id, 'attach', 'payload'), 'utf8')).toBe('job 1');
+    const rest = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000, count: 5 });
+    expect(rest).toHaveLength(1);
+    expect(await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 })).toEqual([]);
+    expect(await ok(t(), q, 'pull_stats', {})).toEqual({ ready: 0, delayed: 0, leased: 3, dead: 0 });
+  });
+
+  it('orders by priority, then rank, then sort key', async () => {
+    const q = await pullQueue(t());
+    await ok(t(), q, 'publish', { ext_id: 'b', rank: 0, sort_key: 'b' });
+    await ok(t(), q, 'publish', { ext_id: 'a', rank: 0, sort_key: 'a' });
+    await ok(t(), q, 'publish', { ext_id: 'hi', priority: 5 });
+    const jobs = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: null, count: 3 });
+    expect(jobs.map((j: any) => j.ext_id)).toEqual(['hi', 'a', 'b']);
+  });
+
+  it('refuses a duplicate external id while the first is not done, and takes it again after the ack', async () => {
+    const q = await pullQueue(t());
+    await ok(t(), q, 'publish', { ext_id: 'x' });
+    expect(await t().rpc(q, 'publish', { ext_id: 'x' })).toEqual(['fail', 'a message with id x is already in queue pq', 'RQ_DUPLICATE']);
+    await ok(t(), q, 'ack', { ref: 'x' });
+    await ok(t(), q, 'publish', { ext_id: 'x' });
+  });
+
+  it('refuses bad arguments with a clear error and a code', async () => {
+    const q = await pullQueue(t());
+    expect(await t().rpc(q, 'publish', { tries: 0 })).toEqual(['fail', "'tries' must be an integer >= 1, got 0", 'RQ_BAD_REQUEST']);
+    expect(await t().rpc(q, 'publish', { payload: '%%%' })).toEqual(['fail', "'payload' must be base64", 'RQ_BAD_REQUEST']);
+    expect(await t().rpc(q, 'lease', { ttr_ms: 1 })).toEqual(['fail', "lacking 'owner' field", 'RQ_BAD_REQUEST']);
+    expect(await t().rpc(q, 'lease', { owner: 'w', count: 1001 })).toEqual(['fail', "'count' must be at most 1000", 'RQ_BAD_REQUEST']);
+    expect(await t().rpc(q, 'ack', { ref: 'nope' })).toEqual(['fail', 'msg not found', 'RQ_NOT_FOUND']);
+  });
+
+  it('refuses to publish to or lease from a queue that runs a script', async () => {
+    t().addQueue({ name: 'scripted', script: 'done.sh', num_workers: 0 });
+    await t().start('scripted');
+    for (const [command, arg] of [['lease', { owner: 'w' }], ['publish', {}], ['set', { ext_id: 'x' }]] as const) {
+      const reply = (await t().rpc('scripted', command, arg)) as unknown[];
+      expect(reply[0]).toBe('fail');
+      expect(reply[2]).toBe('RQ_NOT_PULL');
+    }
+  });
+});
+
+describe('lease ends', () => {
+  it('a TTR end puts the message back; with no tries left it goes to the dead letter, and respawn brings it back', async () => {
+    const q = await pullQueue(t());
+    const { id } = await ok(t(), q, 'publish', { tries: 2, ext_id: 'j', requeue: 'tail' });
+    const first = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 50 });
+    expect(first[0].tries).toBe(1);
+    await waitFor(async () => (await t().state(q, id)) === 'que', 5000, 'the TTR end');
+    const second = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 50 });
+    expect(second[0]).toMatchObject({ id, tries: 0, count: 2 });
+    await waitFor(async () => (await t().state(q, id)) === 'err', 5000, 'the dead letter');
+    const dead = await ok(t(), q, 'dead_letter', {});
+    expect(dead).toMatchObject({ size: 1, deleted: 0, head: { id, dead: true, ext_id: 'j' } });
+    expect(await ok(t(), q, 'respawn', { limit: 5, ttl_ms: 0 })).toBe(1);
+    const third = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
+    expect(third[0]).toMatchObject({ id, tries: 0, dead: false });
+  });
+
+  it('RQ’s max_count rule applies without tries, and max_count 0 never gives up', async () => {
+    const q = await pullQueue(t());
+    const limited = (await ok(t(), q, 'publish', { max_count: 1 })).id;
+    const forever = (await ok(t(), q, 'publish', { max_count: 0 })).id;
+    await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 0, count: 2 });
+    await waitFor(async () => (await t().state(q, limited)) === 'err', 5000, 'the limited one to die');
+    await waitFor(async () => (await t().state(q, forever)) === 'que', 5000, 'the other to come back');
+  });
+
+  it('nack with refund gives the lease back as if it never was', async () => {
+    const q = await pullQueue(t());
+    const { id } = await ok(t(), q, 'publish', { tries: 1 });
+    await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
+    expect(await ok(t(), q, 'nack', { ref: id, refund: true })).toEqual({ id, state: 'que' });
+    const [job] = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
+    expect(job).toMatchObject({ id, tries: 0, count: 1 });
+  });
+
+  it('touch moves the end of a lease; a stale rev is refused', async () => {
+    const q = await pullQueue(t());
+    const { id } = await ok(t(), q, 'publish', {});
+    const [job] = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 100 });
+    const { until } = await ok(t(), q, 'touch', { ref: id, ttr_ms: 60_000, rev: job.rev });
+    expect(until).toBeGreaterThan(Date.now() + 50_000);
+    expect((await t().rpc(q, 'touch', { ref: id, ttr_ms: 1, rev: job.rev + 1 }))).toEqual(['fail', `msg ${id} is at rev ${job.rev}, not ${job.rev + 1}`, 'RQ_STALE']);
+    expect(((await ok(t(), q, 'peek', { ref: id })) as { lease: { until: number } }).lease.until).toBe(until);
+  });
+
+  it('ack with a rev: stale after a set, and the message is kept in done without its external id', async () => {
+    const q = await pullQueue(t());
+    await ok(t(), q, 'publish', { ext_id: 'item', payload: b64('1') });
+    const [job] = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
+    expect(await ok(t(), q, 'set', { ext_id: 'item', payload: b64('2') })).toEqual({ id: job.id, created: false });
+    expect(((await t().rpc(q, 'ack', { ref: 'item', rev: job.rev })) as unknown[])[2]).toBe('RQ_STALE');
+    const [again] = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
+    expect(Buffer.from(again.payload, 'base64').toString()).toBe('2');
+    await ok(t(), q, 'ack', { ref: 'item', rev: again.rev, status: 'finished by test' });
+    expect(await t().statusOf(q, job.id)).toBe('done - finished by test');
+    expect(await ok(t(), q, 'peek', { ref: 'item' })).toBeNull();
+  });
+});
+
+describe('TTL, delays and purge', () => {
+  it('a delayed message is ready only when due; a TTL removes it unseen', async () => {
+    const q = await pullQueue(t());
+    await ok(t(), q, 'publish', { ttl_ms: 100 });
+    await waitFor(async () => (await ok(t(), q, 'pull_stats', {})).ready === 0, 5000, 'the TTL');
+    expect(fs.readdirSync(path.join(t().queueDir(q), 'que'))).toEqual([]);
+    const delayed = (await ok(t(), q, 'publish', { delay_ms: 300 })).id;
+    expect(await ok(t(), q, 'pull_stats', {})).toMatchObject({ ready: 0, delayed: 1 });
+    expect(await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 })).toEqual([]);
+    const jobs = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000, count: 2, wait_ms: 5000 });
+    expect(jobs.map((j: any) => j.id)).toEqual([delayed]);
+    expect(jobs[0].due_ms).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('purge_ready removes the ready messages and keeps the delayed and leased ones', async () => {
+    const q = await pullQueue(t());
+    await ok(t(), q, 'publish', {});
+    await ok(t(), q, 'publish', {});
+    await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
+    await ok(t(), q, 'publish', { delay_ms: 60_000 });
+    expect(await ok(t(), q, 'purge_ready', {})).toBe(1);
+    expect(await ok(t(), q, 'pull_stats', {})).toEqual({ ready: 0, delayed: 1, leased: 1, dead: 0 });
+  });
+});
+
+describe('waiting leases', () => {
+  it('wake in the order they started waiting, on a publish, with no polling', async () => {
+    const q = await pullQueue(t());
+    const first = t().rpc(q, 'lease', { owner: 'a', ttr_ms: 60_000, wait_ms: 10_000 });
+    await new Promise((r) => setTimeout(r, 50));
+    const second = t().rpc(q, 'lease', { owner: 'b', ttr_ms: 60_000, wait_ms: 10_000 });
+    await new Promise((r) => setTimeout(r, 50));
+    const one = (await ok(t(), q, 'publish', { payload: b64('1') })).id;
+    expect(((await first) as any)[1][0].id).toBe(one);
+    const two = (await ok(t(), q, 'publish', { payload: b64('2') })).id;
+    expect(((await second) as any)[1][0].id).toBe(two);
+  });
+
+  it('a cancelled wait answers empty and leases nothing', async () => {
+    const q = await pullQueue(t());
+    const waiting = t().rpc(q, 'lease', { owner: 'a', ttr_ms: 60_000, wait_ms: 10_000, waiter: 'tok' });
+    await waitFor(async () => (await ok(t(), q, 'cancel_wait', { waiter: 'tok' })) === 1, 5000, 'the wait to be cancelled');
+    expect(await waiting).toEqual(['ok', []]);
+    await ok(t(), q, 'publish', {});
+    expect(await ok(t(), q, 'pull_stats', {})).toMatchObject({ ready: 1, leased: 0 });
+  });
+
+  it('a wait times out with nothing', async () => {
+    const q = await pullQueue(t());
+    expect(await ok(t(), q, 'lease', { owner: 'a', ttr_ms: 1000, wait_ms: 100 })).toEqual([]);
+  });
+
+  it('concurrent leases of one message: exactly one wins', async () => {
+    const q = await pullQueue(t());
+    await ok(t(), q, 'publish', {});
+    const replies = await Promise.all(Array.from({ length: 20 }, () => ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 })));
+    expect(replies.filter((r: unknown[]) => r.length === 1)).toHaveLength(1);
+  });
+});
+
+describe('recovery', () => {
+  it('keeps an unexpired lease across kill -9, ends an expired one, and keeps acks', async () => {
+    const q = await pullQueue(t());
+    const keep = (await ok(t(), q, 'publish', { ext_id: 'keep' })).id;
+    const lapse = (await ok(t(), q, 'publish', { ext_id: 'lapse', requeue: 'tail' })).id;
+    const acked = (await ok(t(), q, 'publish', { ext_id: 'acked' })).id;
+    await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
+    await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 300 });
+    await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
+    await ok(t(), q, 'ack', { ref: 'acked' });
+    await t().kill9(q);
+    await new Promise((r) => setTimeout(r, 400));
+    await t().start(q);
+    expect(await t().state(q, keep)).toBe('run');
+    expect(await t().state(q, acked)).toBe('done');
+    await waitFor(async () => (await t().state(q, lapse)) === 'que', 5000, 'the lapsed lease to end');
+    const [again] = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
+    expect(again.id).toBe(lapse);
+    expect(await ok(t(), q, 'peek', { ref: 'keep' })).toMatchObject({ id: keep, state: 'run', lease: { owner: 'w' } });
+  });
+});
