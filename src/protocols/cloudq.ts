@@ -43,7 +43,9 @@ import qs from 'qs';
 import { RqError, explain, type ErrorCode } from '../domain/errors.js';
 import { isPlainObject } from '../domain/message.js';
 import { isProtocolQueueName } from '../domain/names.js';
+import { abortableSleep } from '../lib/abortable-sleep.js';
 import type { Logger } from '../lib/logger.js';
+import { readBody, type BodyLimit } from './http-body.js';
 import type { PullClient, PulledJob } from './pull-client.js';
 import type { ProtocolContext } from './servers.js';
 
@@ -72,6 +74,7 @@ const BODY_LIMIT = 10 * 1024 * 1024;
  * announced or sent beyond this gets its 413 at once and the connection closed.
  */
 const DRAIN_LIMIT = 64 * 1024 * 1024;
+const BODY: BodyLimit = { max: BODY_LIMIT, over: { drainUpTo: DRAIN_LIMIT } };
 /** How often a waiting GET looks for the config file of a queue not made yet. */
 const EXISTS_POLL_MS = 100;
 /** Cloudq's queue-name charset (§1); names.ts adds the rules every front door shares. */
@@ -256,37 +259,6 @@ function jobOf(job: PulledJob): Record<string, unknown> {
   return { klass, args, ...(hasStored ? { payload: stored } : {}), id: job.id };
 }
 
-type BodyRead = { kind: 'body'; bytes: Buffer } | { kind: 'too-large'; close: boolean } | { kind: 'gone' };
-
-/** Read the request body within BODY_LIMIT (see DRAIN_LIMIT for what happens past it). */
-function readBody(req: http.IncomingMessage): Promise<BodyRead> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > DRAIN_LIMIT) return Promise.resolve({ kind: 'too-large', close: true });
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (r: BodyRead): void => {
-      if (settled) return;
-      settled = true;
-      req.removeListener('data', onData);
-      resolve(r);
-    };
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size <= BODY_LIMIT) chunks.push(chunk);
-      else if (size > DRAIN_LIMIT) {
-        req.pause();
-        settle({ kind: 'too-large', close: true });
-      } else chunks.length = 0;
-    };
-    req.on('data', onData);
-    req.once('end', () => settle(size > BODY_LIMIT ? { kind: 'too-large', close: false } : { kind: 'body', bytes: Buffer.concat(chunks) }));
-    req.once('error', () => settle({ kind: 'gone' }));
-    req.once('close', () => settle({ kind: 'gone' }));
-  });
-}
-
 const sha256 = (s: string): Buffer => crypto.createHash('sha256').update(s).digest();
 
 /** Whether the request carries the configured user and one of its passwords (compared in constant time). */
@@ -313,17 +285,6 @@ function send(res: http.ServerResponse, reply: Reply): void {
   if (reply.close) res.setHeader('Connection', 'close');
   res.end(body);
 }
-
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 
 /** The Cloudq verbs over the PullClient, each returning its reply (null: the client went away). */
 class Cloudq {
@@ -353,7 +314,7 @@ class Cloudq {
     const deadline = Date.now() + this.config.waitMs;
     // A queue nobody made yet: wait for a publish to make it (a GET makes no queue).
     while (!this.client.exists(queue) && Date.now() < deadline && !signal.aborted) {
-      await sleep(Math.min(EXISTS_POLL_MS, deadline - Date.now()), signal);
+      await abortableSleep(Math.min(EXISTS_POLL_MS, deadline - Date.now()), signal);
     }
     if (signal.aborted) return null;
     const jobs = await this.client.lease([queue], {
@@ -396,9 +357,9 @@ async function handle(cloudq: Cloudq, config: CloudqConfig, req: http.IncomingMe
     case 'bad-queue':
       return INVALID_QUEUE;
     case 'publish': {
-      const read = await readBody(req);
-      if (read.kind === 'gone') return null;
+      const read = await readBody(req, BODY);
       if (read.kind === 'too-large') return { ...TOO_LARGE, close: read.close };
+      if (read.kind !== 'body') return null;
       return cloudq.publish(route.queue, parseBody(read.bytes, req.headers['content-type']));
     }
     case 'reserve': {

@@ -29,6 +29,7 @@ import { ulid } from 'ulid';
 import { explain, RqError } from '../domain/errors.js';
 import { isPlainObject } from '../domain/message.js';
 import { isProtocolQueueName, MAX_QUEUE_NAME } from '../domain/names.js';
+import { abortableSleep } from '../lib/abortable-sleep.js';
 import { PACKAGE_ROOT } from '../lib/install-root.js';
 import type { Logger } from '../lib/logger.js';
 import {
@@ -52,6 +53,7 @@ import {
   type Reply,
 } from './lmstfy-wire.js';
 import { DEFAULT_POOL, splitPool, TokenTable } from './lmstfy-tokens.js';
+import { readBody } from './http-body.js';
 import type { PullClient, PulledJob } from './pull-client.js';
 import type { ProtocolContext } from './servers.js';
 
@@ -128,8 +130,6 @@ interface ApiRoute {
   isPublic?: boolean;
   isConsume?: boolean;
 }
-
-type Body = Buffer | 'too-large' | 'failed';
 
 class LmstfyDoor {
   private readonly client: PullClient;
@@ -230,19 +230,16 @@ class LmstfyDoor {
   private async readJob(req: http.IncomingMessage, query: URLSearchParams): Promise<{ query: PublishQuery; body: Buffer } | Reply> {
     const parsed = parsePublishQuery(query);
     if (isReply(parsed)) return parsed;
-    const body = await readBody(req, LIMITS.jobBytes);
-    if (body === 'failed') return fail(400, 'failed to read body');
-    if (body === 'too-large') return { ...fail(413, 'body too large'), close: true };
-    return { query: parsed, body };
+    const body = await readBytes(req, LIMITS.jobBytes);
+    return isReply(body) ? body : { query: parsed, body };
   }
 
   /** §4.3 `PUT /api/:ns/:q/bulk`: each element's raw JSON text is a job, published in order. */
   private async bulkPublish(req: http.IncomingMessage, ns: string, q: string, query: URLSearchParams): Promise<Reply> {
     const parsed = parsePublishQuery(query);
     if (isReply(parsed)) return parsed;
-    const body = await readBody(req, BULK_BODY_BYTES);
-    if (body === 'failed') return fail(400, 'failed to read body');
-    if (body === 'too-large') return { ...fail(413, 'body too large'), close: true };
+    const body = await readBytes(req, BULK_BODY_BYTES);
+    if (isReply(body)) return body;
     const jobs = splitJsonArray(body);
     if (!jobs) return fail(400, 'request body should be an array of objects');
     if (jobs.length === 0) return fail(400, 'no jobs');
@@ -418,8 +415,7 @@ class LmstfyDoor {
   /** `POST /token/:ns` with `description`, optional `token` (custom, ≥ 20 characters) and `pool`, from the form or the query. */
   private async mintToken(req: http.IncomingMessage, ns: string, query: URLSearchParams): Promise<Reply> {
     const form = await readForm(req);
-    if (form === 'failed') return fail(400, 'failed to read body');
-    if (form === 'too-large') return { ...fail(413, 'body too large'), close: true };
+    if (isReply(form)) return form;
     const field = (key: string): string => form.get(key) || query.get(key) || '';
     const description = field('description');
     if (description === '') return fail(400, 'invalid description');
@@ -496,59 +492,28 @@ function headerText(v: string | string[] | undefined): string {
 }
 
 /**
- * Read a request body of at most `limit` bytes. A longer one is 'too-large' (the rest
- * is read and dropped; the reply closes the connection), and one cut short 'failed'.
+ * A request body of at most `max` bytes, or its refusal: a longer one is a 413 that
+ * closes the connection (the rest is read and dropped meanwhile), one cut short a 400.
  */
-function readBody(req: http.IncomingMessage, limit: number): Promise<Body> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
-    req.resume();
-    return Promise.resolve('too-large');
-  }
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (v: Body): void => {
-      if (settled) return;
-      settled = true;
-      resolve(v);
-    };
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) settle('too-large');
-      else if (!settled) chunks.push(chunk);
-    });
-    req.once('end', () => settle(Buffer.concat(chunks, size)));
-    req.once('error', () => settle('failed'));
-    req.once('close', () => settle(req.complete ? Buffer.concat(chunks, size) : 'failed'));
-  });
+async function readBytes(req: http.IncomingMessage, max: number): Promise<Buffer | Reply> {
+  const read = await readBody(req, { max, over: 'drop-and-close' });
+  if (read.kind === 'body') return read.bytes;
+  if (read.kind === 'closed' && read.received) return read.received;
+  if (read.kind === 'too-large') return { ...fail(413, 'body too large'), close: read.close };
+  return fail(400, 'failed to read body');
 }
 
 /** An admin form body (application/x-www-form-urlencoded); empty for any other type. */
-async function readForm(req: http.IncomingMessage): Promise<URLSearchParams | 'too-large' | 'failed'> {
+async function readForm(req: http.IncomingMessage): Promise<URLSearchParams | Reply> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/x-www-form-urlencoded') return new URLSearchParams();
-  const body = await readBody(req, FORM_BODY_BYTES);
-  return typeof body === 'string' ? body : new URLSearchParams(body.toString('utf8'));
+  const body = await readBytes(req, FORM_BODY_BYTES);
+  return isReply(body) ? body : new URLSearchParams(body.toString('utf8'));
 }
 
 function sameSecret(given: string, want: string): boolean {
   const h = (s: string): Buffer => crypto.createHash('sha256').update(s).digest();
   return crypto.timingSafeEqual(h(given), h(want));
-}
-
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 function packageVersion(): string {

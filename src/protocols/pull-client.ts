@@ -176,7 +176,7 @@ export class PullClient {
     };
     o.signal?.addEventListener('abort', cancelAll, { once: true });
     const waitOn = async (q: string): Promise<void> => {
-      // A wait goes on across a restart of the queue process, until the deadline.
+      // A wait goes on across a restart of the queue process, until the deadline or a cancel.
       while (!cancelled && Date.now() < deadline) {
         const left = deadline - Date.now();
         let jobs: PulledJob[];
@@ -197,11 +197,13 @@ export class PullClient {
         if (jobs.length > 0) return;
       }
     };
-    try {
-      await Promise.all(queues.map(waitOn));
-    } finally {
-      o.signal?.removeEventListener('abort', cancelAll);
-    }
+    // Every wait runs to its end (a failed one must not leave the others' messages unread),
+    // then any still registered is cancelled; a message one of them leased is refunded.
+    const results = await Promise.allSettled(queues.map(waitOn));
+    cancelAll();
+    o.signal?.removeEventListener('abort', cancelAll);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (!winner && failed) throw failed.reason;
     return winner ? [winner] : [];
   }
 

@@ -29,6 +29,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { RqError, explain, type ErrorCode } from '../domain/errors.js';
 import { isProtocolQueueName } from '../domain/names.js';
+import { readBody } from './http-body.js';
 import type { PublishInput, PulledJob } from './pull-client.js';
 import type { ProtocolContext } from './servers.js';
 
@@ -159,32 +160,23 @@ class Exchange {
 }
 
 /**
- * The whole body, or RQ_TOO_LARGE past MAX_BODY_BYTES (declared or sent). The 413 goes
- * out at once and the rest of the body is read and dropped (Node's own drain, bounded by
- * the server's requestTimeout), so a client that sends it all before reading gets the
- * 413 rather than a broken pipe.
+ * The whole body (each chunk is progress for the watchdog), or RQ_TOO_LARGE past
+ * MAX_BODY_BYTES (declared or sent). The 413 goes out at once and the rest of the body
+ * is read and dropped (Node's own drain, bounded by the server's requestTimeout), so a
+ * client that sends it all before reading gets the 413 rather than a broken pipe.
  */
-function readBody(req: http.IncomingMessage, exchange: Exchange): Promise<Buffer> {
-  const tooLarge = (): RqError => new RqError('RQ_TOO_LARGE', `request body over ${MAX_BODY_BYTES} bytes`);
-  if (Number(req.headers['content-length']) > MAX_BODY_BYTES) return Promise.reject(tooLarge());
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        req.off('data', onData);
-        reject(tooLarge());
-        return;
-      }
-      chunks.push(chunk);
-      exchange.progress();
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(Buffer.concat(chunks)));
-    req.once('error', reject);
-    req.once('close', () => reject(new RqError('RQ_BAD_REQUEST', 'the client went away before the body ended')));
-  });
+async function readItemBody(r: Incoming): Promise<Buffer> {
+  const read = await readBody(r.req, { max: MAX_BODY_BYTES, over: 'leave-to-node', onChunk: () => r.exchange.progress() });
+  switch (read.kind) {
+    case 'body':
+      return read.bytes;
+    case 'too-large':
+      throw new RqError('RQ_TOO_LARGE', `request body over ${MAX_BODY_BYTES} bytes`);
+    case 'failed':
+      throw read.error;
+    case 'closed':
+      throw new RqError('RQ_BAD_REQUEST', 'the client went away before the body ended');
+  }
 }
 
 /** Strict UTF-8 that keeps a BOM, so a body starting with one is not JSON (RFC 8259 §8.1). */
@@ -323,7 +315,7 @@ async function fetchItems(ctx: ProtocolContext, r: Incoming): Promise<void> {
 async function postItem(ctx: ProtocolContext, r: Incoming): Promise<Reply> {
   const queue = checkQueue(pathSegment(r.segments[0] ?? ''));
   const id = checkItemId(parseQuery(r.query).get('id'), 'an id: POST /<queue>?id=<id>');
-  const value = jsonText(await readBody(r.req, r.exchange));
+  const value = jsonText(await readItemBody(r));
   if (value === undefined) throw refuse('RQ_BAD_MESSAGE', PHRASE.badValue);
   await ctx.client.publish(queue, { ...itemInput(id, value), ext_id: id });
   return html(201, PHRASE.posted);
@@ -334,7 +326,7 @@ async function setItem(ctx: ProtocolContext, r: Incoming): Promise<Reply> {
   const queue = checkQueue(pathSegment(r.segments[0] ?? ''));
   const raw = r.segments[1];
   const name = checkItemId(raw === undefined ? undefined : pathSegment(raw), 'a name: PUT /<queue>/<name>');
-  const value = jsonText(await readBody(r.req, r.exchange));
+  const value = jsonText(await readItemBody(r));
   if (value === undefined) throw refuse('RQ_BAD_MESSAGE', PHRASE.badValue);
   await ctx.client.set(queue, name, itemInput(name, value));
   return html(201, PHRASE.set);
@@ -348,7 +340,7 @@ async function setItem(ctx: ProtocolContext, r: Incoming): Promise<Reply> {
  */
 async function deleteItem(ctx: ProtocolContext, r: Incoming): Promise<Reply> {
   const queue = checkQueue(pathSegment(r.segments[0] ?? ''));
-  const text = jsonText(await readBody(r.req, r.exchange));
+  const text = jsonText(await readItemBody(r));
   if (text === undefined) throw refuse('RQ_BAD_REQUEST', PHRASE.badTicket);
   let ticket: unknown = JSON.parse(text);
   if (typeof ticket === 'string') ticket = jsonText(Buffer.from(ticket)) === undefined ? undefined : JSON.parse(ticket);

@@ -11,7 +11,7 @@
  * | TTR end  | run → que, or run → err    | lease dropped; dead (err) when no tries (or count ≥ max_count) are left |
  * | nack     | run → que (or err)         | as a TTR end, after a delay; `refund` undoes the lease    |
  * | touch    | run (in place)             | the lease's end                                           |
- * | ack      | que, run or err → done     | the external id is forgotten                              |
+ * | ack      | que, run or err → done     | a status; the external id is forgotten                    |
  * | set      | que / run / err → que, or → que as new | payload replaced, rev + 1, lease dropped       |
  * | respawn  | err (dead) → que, at the tail | 1 try, a new TTL                                       |
  * | TTL end, purge, dead-letter delete | → trash (removed) | the external id is forgotten              |
@@ -47,6 +47,10 @@ export const PAYLOAD = 'payload';
 export const MAX_LEASE_COUNT = 1000;
 /** The longest external id, in bytes (RQMS allows 1024). */
 const MAX_EXT_ID_BYTES = 1024;
+/** How long a cancelled waiter name is remembered (a wait may reach the queue after its cancel). */
+const CANCELLED_MS = 60_000;
+/** The longest delay, TTL or TTR: lmstfy's uint32 seconds (136 years). */
+const MAX_MS = 4_294_967_295_000;
 /** Node's longest timer; a later instant is re-armed when it fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -116,8 +120,10 @@ interface Waiter {
   owner: string;
   ttrMs: number | null;
   token: string | undefined;
-  /** Out of the list, timer stopped, answered (once; later calls do nothing). */
-  settle: (jobs: PulledView[]) => void;
+  /** Out of the list, timer stopped, answered: true the first time, false after (already answered). */
+  settle: (jobs: PulledView[]) => boolean;
+  /** The wait's time limit. */
+  timer: NodeJS.Timeout | undefined;
   /** The client closed its connection. */
   gone: boolean;
 }
@@ -128,14 +134,19 @@ function bad(text: string): RqError {
   return new RqError('RQ_BAD_REQUEST', text);
 }
 
-function optNumber(arg: Record<string, unknown>, key: string, o: { min?: number; integer?: boolean } = {}): number | undefined {
+function optNumber(arg: Record<string, unknown>, key: string, o: { min?: number; max?: number; integer?: boolean } = {}): number | undefined {
   const v = arg[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || (o.integer && !Number.isInteger(v)) || (o.min !== undefined && v < o.min)) {
-    throw bad(`'${key}' must be ${o.integer ? 'an integer' : 'a number'}${o.min !== undefined ? ` >= ${o.min}` : ''}, got ${JSON.stringify(v)}`);
+  const inRange = typeof v === 'number' && (o.min === undefined || v >= o.min) && (o.max === undefined || v <= o.max);
+  if (typeof v !== 'number' || !Number.isFinite(v) || (o.integer && !Number.isInteger(v)) || !inRange) {
+    const range = `${o.min !== undefined ? ` >= ${o.min}` : ''}${o.max !== undefined ? ` and <= ${o.max}` : ''}`;
+    throw bad(`'${key}' must be ${o.integer ? 'an integer' : 'a number'}${range}, got ${JSON.stringify(v)}`);
   }
   return v;
 }
+
+/** A duration in ms: 0..MAX_MS. */
+const optMs = (arg: Record<string, unknown>, key: string): number | undefined => optNumber(arg, key, { min: 0, max: MAX_MS });
 
 function optString(arg: Record<string, unknown>, key: string): string | undefined {
   const v = arg[key];
@@ -181,13 +192,13 @@ function publishFields(arg: Record<string, unknown>): PublishFields {
   }
   const requeue = arg['requeue'] ?? undefined;
   if (requeue !== undefined && requeue !== 'tail' && requeue !== 'place') throw bad(`'requeue' must be "tail" or "place", got ${JSON.stringify(requeue)}`);
-  const ttl = optNumber(arg, 'ttl_ms', { min: 0 });
+  const ttl = optMs(arg, 'ttl_ms');
   return {
     src: optString(arg, 'src') ?? 'pull',
     payload: payloadText === undefined ? undefined : Buffer.from(payloadText, 'base64'),
     params,
     extId: extIdOf(arg),
-    delayMs: optNumber(arg, 'delay_ms', { min: 0 }) ?? 0,
+    delayMs: optMs(arg, 'delay_ms') ?? 0,
     ttlMs: ttl === 0 ? undefined : ttl,
     tries: optNumber(arg, 'tries', { min: 1, integer: true }),
     maxCount: optNumber(arg, 'max_count', { min: 0, integer: true }),
@@ -251,6 +262,12 @@ class Deadlines {
     }
   }
 
+  /** Start again from exactly these entries. */
+  rebuild(entries: ReadonlyMap<string, number>): void {
+    this.heap.length = 0;
+    for (const [id, at] of entries) this.push(at, id);
+  }
+
   pop(): { at: number; id: string } | undefined {
     const h = this.heap;
     const top = h[0];
@@ -276,14 +293,18 @@ export class PullDesk {
   private readonly h: PullHost;
   private readonly ids: ExtIds;
   private readonly waiters: Waiter[] = [];
-  /** Dead letters, oldest first: [dead_at, id]. */
-  private dead: Array<[number, string]> = [];
+  /** Dead letters, oldest first (a Map keeps insertion order; they die in time order): id → dead_at. */
+  private readonly dead = new Map<string, number>();
   private readonly ttrTimers = new Map<string, NodeJS.Timeout>();
   private readonly ttls = new Deadlines();
+  /** The TTL each message has now (the heap may also hold older, stale entries). */
+  private readonly ttlOf = new Map<string, number>();
   private ttlTimer: NodeJS.Timeout | undefined;
   private ttlTimerAt = Infinity;
   /** The operation in progress on each message (see `exclusive`). */
   private readonly busy = new Map<string, Promise<unknown>>();
+  /** Waiter names cancelled lately, until when they are remembered. */
+  private readonly cancelled = new Map<string, number>();
   private trashTimer: NodeJS.Timeout | undefined;
   /** Messages whose create (with an external id claimed) has not committed yet: settled when it has or failed. */
   private readonly creating = new Map<string, Promise<void>>();
@@ -306,15 +327,17 @@ export class PullDesk {
   load(entries: Iterable<QueEntry>, errIds: readonly string[]): void {
     for (const e of entries) this.watchTtl(e.id, e.pull?.e);
     if (!this.h.isPull()) return;
+    const found: Array<[string, number]> = [];
     for (const id of errIds) {
       try {
         const msg = this.h.store.readMsg('err', id);
-        if (msg.dead === true) this.dead.push([typeof msg.dead_at === 'number' ? msg.dead_at : 0, id]);
+        if (msg.dead === true) found.push([id, typeof msg.dead_at === 'number' ? msg.dead_at : 0]);
       } catch {
         // unreadable: not a dead letter we can show
       }
     }
-    this.dead.sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : 1));
+    found.sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1));
+    for (const [id, at] of found) this.dead.set(id, at);
   }
 
   /** A message entered que by any path: watch its TTL. */
@@ -322,9 +345,14 @@ export class PullDesk {
     this.watchTtl(entry.id, entry.pull?.e);
   }
 
+  /** A pull command is changing this message right now (the engine's delete and hints wait for it). */
+  isBusy(id: string): boolean {
+    return this.busy.has(id);
+  }
+
   /** A message left err by a path outside this module (an operator's delete or a clean). */
   forgetDead(id: string): void {
-    this.dead = this.dead.filter(([, d]) => d !== id);
+    this.dead.delete(id);
   }
 
   /** A leased message was removed by an operator: stop its timer. */
@@ -355,30 +383,33 @@ export class PullDesk {
     this.needPull();
     const owner = optString(arg, 'owner');
     if (owner === undefined || owner === '') throw bad("lacking 'owner' field");
-    const ttrMs = optNumber(arg, 'ttr_ms', { min: 0 }) ?? null;
+    const ttrMs = optMs(arg, 'ttr_ms') ?? null;
     const count = optNumber(arg, 'count', { min: 1, integer: true }) ?? 1;
     if (count > MAX_LEASE_COUNT) throw bad(`'count' must be at most ${MAX_LEASE_COUNT}`);
-    const waitMs = optNumber(arg, 'wait_ms', { min: 0 }) ?? 0;
+    const waitMs = optMs(arg, 'wait_ms') ?? 0;
     const token = optString(arg, 'waiter');
     const taken = this.takeReady(owner, ttrMs, count);
     if (taken.length > 0 || waitMs === 0) return this.leased(taken);
+    if (token !== undefined && this.cancelled.has(token)) return Promise.resolve([]);
     return new Promise((resolve) => {
       let settled = false;
-      const timer = setTimeout(() => w.settle([]), Math.min(waitMs, MAX_TIMER_MS));
       const w: Waiter = {
         owner,
         ttrMs,
         token,
         gone: false,
+        timer: undefined,
         settle: (got) => {
-          if (settled) return;
+          if (settled) return false;
           settled = true;
-          clearTimeout(timer);
+          clearTimeout(w.timer);
           const at = this.waiters.indexOf(w);
           if (at >= 0) this.waiters.splice(at, 1);
           resolve(got);
+          return true;
         },
       };
+      w.timer = setTimeout(() => w.settle([]), Math.min(waitMs, MAX_TIMER_MS));
       this.waiters.push(w);
       conn?.setIdleTimeout(waitMs + 60_000);
       // The client went away: its wait ends, and a lease made for it in the race is handed back.
@@ -392,7 +423,11 @@ export class PullDesk {
   /** cancel_wait: end the waits named `waiter` with no message. */
   cancelWait(arg: Record<string, unknown>): number {
     const token = optString(arg, 'waiter');
-    const hit = this.waiters.filter((w) => w.token !== undefined && w.token === token);
+    if (token === undefined) throw bad("lacking 'waiter' field");
+    // A wait named after its cancel (the cancel overtook it) answers empty at once.
+    this.cancelled.set(token, Date.now() + CANCELLED_MS);
+    for (const [t, until] of this.cancelled) if (until < Date.now()) this.cancelled.delete(t);
+    const hit = this.waiters.filter((w) => w.token === token);
     for (const w of hit) w.settle([]);
     return hit.length;
   }
@@ -403,9 +438,12 @@ export class PullDesk {
       const w = this.waiters[0]!;
       const taken = this.takeReady(w.owner, w.ttrMs, 1);
       if (taken.length === 0) return;
+      // Out of the list with its time limit stopped: from here only the lease answers it.
       this.waiters.shift();
+      clearTimeout(w.timer);
       void this.leased(taken).then(async (jobs) => {
-        if (!w.gone) return w.settle(jobs);
+        if (!w.gone && w.settle(jobs)) return;
+        // Answered meanwhile (the client left): hand the leases back.
         for (const job of jobs) await this.exclusive(job.id, () => this.endLease(job.id, 'refund')).catch(() => undefined);
       });
     }
@@ -447,8 +485,12 @@ export class PullDesk {
     try {
       msg = store.readMsg('que', entry.id);
     } catch (e) {
-      this.h.log.error({ msg_id: entry.id, err: coerceError(e).message }, 'unreadable message left in que');
-      que.insert(entry);
+      // Gone (deleted by hand meanwhile), or unreadable: never back at the head, where it would block every lease.
+      if (store.exists('que', entry.id)) {
+        this.h.log.error({ msg_id: entry.id, err: coerceError(e).message }, 'unreadable message moved to err');
+        await store.move(entry.id, 'que', 'err', { status: 'UNREADABLE MESSAGE - MOVING TO ERR' });
+        this.h.counted({ to: 'err' }, entry.id);
+      }
       throw e;
     }
     const now = Date.now();
@@ -457,13 +499,15 @@ export class PullDesk {
     if (typeof msg.tries === 'number') msg.tries -= 1;
     msg.rev = (msg.rev ?? 0) + 1;
     msg.lease = lease;
+    // In run from now on for every lookup (an external id stays taken while the rename commits).
+    this.h.runs.add(entry.id, msg, leaseText(lease, msg));
     try {
       await store.lease(entry.id, msg);
     } catch (e) {
-      que.insert(entry);
+      this.h.runs.delete(entry.id);
+      if (store.exists('que', entry.id)) que.insert(entry);
       throw e;
     }
-    this.h.runs.add(entry.id, msg, leaseText(lease, msg));
     this.armTtr(entry.id, lease.until);
     const view = this.view('run', msg);
     // A lease that ends as it starts (TTR 0, RQMS time <= 0) is back in que before the answer, so the next lease sees it.
@@ -473,6 +517,7 @@ export class PullDesk {
 
   /** ack: the message goes to done with `status`, its external id forgotten. */
   ack(arg: Record<string, unknown>): Promise<{ id: string }> {
+    this.needPull();
     const id = this.resolve(refOf(arg));
     const rev = optNumber(arg, 'rev', { integer: true });
     const status = optString(arg, 'status') ?? 'acknowledged';
@@ -485,8 +530,8 @@ export class PullDesk {
       }
       const msg = this.current(state, id);
       if (rev !== undefined && (msg.rev ?? 0) !== rev) throw new RqError('RQ_STALE', `msg ${id} is at rev ${msg.rev ?? 0}, not ${rev}`);
-      delete msg.lease;
-      await this.h.store.move(id, state, 'done', { msg, status });
+      // msg is moved as it is: a leased one keeps its last lease as history, and no file is rewritten.
+      await this.h.store.move(id, state, 'done', { status });
       this.left(state, id);
       this.h.counted({ to: 'done' }, id);
       this.forgetExtId(msg);
@@ -496,9 +541,10 @@ export class PullDesk {
 
   /** nack: a lease ends now (or after `delay_ms`); `refund` undoes the lease as if it never was. */
   nack(arg: Record<string, unknown>): Promise<{ id: string; state: State }> {
+    this.needPull();
     const id = this.resolve(refOf(arg));
     const refund = arg['refund'] === true;
-    const delayMs = optNumber(arg, 'delay_ms', { min: 0 }) ?? 0;
+    const delayMs = optMs(arg, 'delay_ms') ?? 0;
     return this.exclusive(id, async () => {
       if (this.h.stateOf(id) !== 'run' || !this.h.runs.get(id)?.msg.lease) throw new RqError('RQ_NOT_IN_STATE', 'msg is not leased');
       return { id, state: await this.endLease(id, refund ? 'refund' : 'fail', delayMs) };
@@ -507,8 +553,9 @@ export class PullDesk {
 
   /** touch: the lease now ends `ttr_ms` from now. */
   touch(arg: Record<string, unknown>): Promise<{ until: number }> {
+    this.needPull();
     const id = this.resolve(refOf(arg));
-    const ttrMs = optNumber(arg, 'ttr_ms', { min: 0 });
+    const ttrMs = optMs(arg, 'ttr_ms');
     if (ttrMs === undefined) throw bad("lacking 'ttr_ms' field");
     const rev = optNumber(arg, 'rev', { integer: true });
     return this.exclusive(id, async () => {
@@ -595,11 +642,12 @@ export class PullDesk {
 
   stats(): { ready: number; delayed: number; leased: number; dead: number } {
     const ready = this.h.que.readySize;
-    return { ready, delayed: this.h.que.size - ready, leased: this.h.runs.leased(), dead: this.dead.length };
+    return { ready, delayed: this.h.que.size - ready, leased: this.h.runs.leased(), dead: this.dead.size };
   }
 
   /** purge_ready: remove every ready message; delayed, leased and dead ones stay. */
   purgeReady(): number {
+    this.needPull();
     let n = 0;
     for (const e of [...this.h.que.readyEntries()]) {
       if (this.busy.has(e.id)) continue;
@@ -610,10 +658,11 @@ export class PullDesk {
 
   /** respawn: up to `limit` dead letters, oldest first, to the tail of que with 1 try and a TTL (`ttl_ms`, 0 = none). */
   async respawn(arg: Record<string, unknown>): Promise<number> {
+    this.needPull();
     const limit = optNumber(arg, 'limit', { min: 1, integer: true }) ?? 1;
-    const ttlMs = optNumber(arg, 'ttl_ms', { min: 0 }) ?? 0;
+    const ttlMs = optMs(arg, 'ttl_ms') ?? 0;
     let n = 0;
-    for (const [, id] of this.dead.slice(0, limit)) {
+    for (const id of [...this.oldestDead(limit)]) {
       const moved = await this.exclusive(id, async () => {
         if (this.h.stateOf(id) !== 'err') return false;
         const msg = this.h.store.readMsg('err', id);
@@ -639,13 +688,14 @@ export class PullDesk {
 
   /** dead_letter: size and oldest dead letter; with `delete`, first remove up to that many, oldest first. */
   deadLetter(arg: Record<string, unknown>): { size: number; head: PulledView | null; deleted: number } {
+    this.needPull();
     const limit = optNumber(arg, 'delete', { min: 0, integer: true }) ?? 0;
     let deleted = 0;
-    for (const [, id] of this.dead.slice(0, limit)) {
+    for (const id of [...this.oldestDead(limit)]) {
       if (!this.busy.has(id) && this.discard('err', id)) deleted++;
     }
     let head: PulledView | null = null;
-    for (const [, id] of this.dead) {
+    for (const id of this.dead.keys()) {
       try {
         head = this.view('err', this.h.store.readMsg('err', id));
         break;
@@ -653,10 +703,18 @@ export class PullDesk {
         // gone meanwhile
       }
     }
-    return { size: this.dead.length, head, deleted };
+    return { size: this.dead.size, head, deleted };
   }
 
   // ───────────────────────────── internals ─────────────────────────────
+
+  private *oldestDead(limit: number): Generator<string> {
+    let n = 0;
+    for (const id of this.dead.keys()) {
+      if (n++ >= limit) return;
+      yield id;
+    }
+  }
 
   /** Run `fn` after any operation in progress on message `id`, and before the next. */
   private exclusive<T>(id: string, fn: () => Promise<T>): Promise<T> {
@@ -713,7 +771,7 @@ export class PullDesk {
   /** Is `id` a message holding external id `extId` that is not done? */
   private isLiveExt(extId: string, id: string): boolean {
     if (!isSafeId(id)) return false;
-    if (this.creating.has(id)) return true; // claimed, not committed yet
+    if (this.creating.has(id) || this.busy.has(id)) return true; // claimed and not committed yet, or changing right now
     const state = this.h.stateOf(id);
     if (state === undefined || state === 'done' || state === 'relayed') return false;
     if (state === 'prep') return true; // being made right now
@@ -750,6 +808,7 @@ export class PullDesk {
 
   /** Forget a message in memory as it leaves `state` (the store has moved it). */
   private left(state: State, id: string): void {
+    this.ttlOf.delete(id);
     if (state === 'que') this.h.que.remove(id);
     if (state === 'run') {
       this.forgetLease(id);
@@ -787,6 +846,13 @@ export class PullDesk {
   private async endLease(id: string, how: 'expired' | 'fail' | 'refund', delayMs = 0): Promise<State> {
     const run = this.h.runs.get(id);
     if (!run?.msg.lease) return 'run';
+    // A touch that committed while this TTR end waited its turn moved the end: the lease goes on.
+    const until = run.msg.lease.until;
+    if (how === 'expired' && (until === null || until > Date.now())) {
+      // (A timer may also fire a millisecond early: it is armed again for the rest.)
+      this.armTtr(id, until);
+      return 'run';
+    }
     this.forgetLease(id);
     const msg: Message = { ...run.msg };
     delete msg.lease;
@@ -801,7 +867,7 @@ export class PullDesk {
       const why = how === 'expired' ? 'lease ran out' : 'failed';
       await this.h.store.move(id, 'run', 'err', { msg, status: `dead: ${why} with no tries left` });
       this.h.runs.delete(id);
-      this.dead.push([now, id]);
+      this.dead.set(id, now);
       this.h.counted({ to: 'err' }, id);
       return 'err';
     } else if (delayMs > 0) {
@@ -834,7 +900,10 @@ export class PullDesk {
   }
 
   private watchTtl(id: string, at: unknown): void {
-    if (typeof at !== 'number') return;
+    if (typeof at !== 'number' || this.ttlOf.get(id) === at) return;
+    this.ttlOf.set(id, at);
+    // Entries of acked or changed messages stay in the heap until they surface: rebuild it when they are most of it.
+    if (this.ttls.size > 2 * this.ttlOf.size + 1024) this.ttls.rebuild(this.ttlOf);
     this.ttls.push(at, id);
     if (at < this.ttlTimerAt) this.armTtl(at);
   }
@@ -853,6 +922,8 @@ export class PullDesk {
     for (let top = this.ttls.peek(); top !== undefined && top.at <= now; top = this.ttls.peek()) {
       this.ttls.pop();
       const { id, at } = top;
+      if (this.ttlOf.get(id) !== at) continue;
+      this.ttlOf.delete(id);
       void this.exclusive(id, async () => {
         const state = this.h.stateOf(id);
         const expires = state === 'que' ? this.h.que.get(id)?.pull?.e : state === 'run' ? this.h.runs.get(id)?.msg.expires_at : undefined;

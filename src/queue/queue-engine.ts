@@ -755,8 +755,8 @@ export class QueueEngine {
 
   /** single_que: the first waiting message's id if any is waiting, else a new message. */
   async singleQue(input: MessageInput): Promise<string> {
-    const head = this.que.head();
-    if (head) return this.fullId(head.id);
+    const first = this.que.slice(0, 1)[0];
+    if (first) return this.fullId(first.id);
     return this.create(input, 'que');
   }
 
@@ -865,6 +865,7 @@ export class QueueEngine {
    */
   deleteMessage(id: string): void {
     const state = this.find(id);
+    if (this.pull.isBusy(id)) throw new RqError('RQ_NOT_IN_STATE', 'msg is being leased or changed right now - try again');
     const { store } = this.d;
     switch (state) {
       case 'run':
@@ -1313,7 +1314,7 @@ export class QueueEngine {
    * (retried while its `msg` is still being written), one removed by hand is forgotten.
    */
   noticeQueName(id: string, attempt = 0): void {
-    if (!isSafeId(id) || id.startsWith('_') || this.heldIds.has(id) || this.run.has(id)) return;
+    if (!isSafeId(id) || id.startsWith('_') || this.heldIds.has(id) || this.run.has(id) || this.pull.isBusy(id)) return;
     const { store } = this.d;
     if (this.que.has(id)) {
       if (!store.exists('que', id)) this.que.remove(id);
@@ -1333,7 +1334,7 @@ export class QueueEngine {
     }
     const entry = entryFromMessage(msg);
     void this.journal(journalLine(entry)).then(() => {
-      if (!this.que.has(id) && !this.run.has(id) && store.exists('que', id)) {
+      if (!this.que.has(id) && !this.run.has(id) && !this.pull.isBusy(id) && store.exists('que', id)) {
         this.que.insert(entry);
         this.d.log.info({ msg_id: id }, 'picked up a message added to que/ by hand');
         this.pump();

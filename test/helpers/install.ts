@@ -1,15 +1,16 @@
 /**
  * Test support: a temporary install root with real queue processes and RQ's socket
  * framing, to queue processes and to rq-mgr. Each test gets its own root under
- * os.tmpdir(); it is removed when the test passes and kept (its path printed) when it
- * fails, so the evidence stays.
+ * os.tmpdir() (useTestRoot), or the tests of a describe share one (sharedRoot); it is
+ * removed when they pass and kept (its path printed) when one fails, so the evidence
+ * stays.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { beforeEach, onTestFailed, onTestFinished } from 'vitest';
+import { afterAll, beforeAll, beforeEach, onTestFailed, onTestFinished } from 'vitest';
 import { isOk, rpcCall } from '../../src/client/rpc.js';
 import { REPO, runBin, type CliResult } from './run-bin.js';
 
@@ -263,4 +264,40 @@ export function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * One TestRoot for the tests of the calling describe (or file): `start` runs once before
+ * them (rq-mgr, the web, what they share) and `stop` after them; the root is removed
+ * when they all passed and kept, its path printed, when one failed or the start did.
+ * `started()` is what `start` returned.
+ */
+export function sharedRoot<T>(start: (t: TestRoot) => Promise<T>, stop?: () => Promise<void>): { t: () => TestRoot; started: () => T } {
+  let t: TestRoot | undefined;
+  let started: T | undefined;
+  let failed = false;
+  beforeAll(async () => {
+    try {
+      const root = new TestRoot();
+      t = root;
+      started = await start(root);
+    } catch (e) {
+      failed = true;
+      throw e;
+    }
+  });
+  beforeEach((ctx) => {
+    ctx.onTestFailed(() => {
+      failed = true;
+    });
+  });
+  afterAll(async () => {
+    await stop?.();
+    if (failed) console.error(`install root kept at ${t?.root}`);
+    await t?.cleanup(!failed);
+  });
+  return {
+    t: () => t!,
+    started: () => started!,
+  };
 }

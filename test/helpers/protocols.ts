@@ -1,19 +1,22 @@
 /**
  * Test support for the pull front doors: start rq-mgr (and so the web process, which
  * serves them) with the given `protocols` sections, each on a free port of 127.0.0.1,
- * and wait until every one of them accepts connections.
+ * and wait until every one of them accepts connections; `sharedProtocols` does it once
+ * for the tests of a describe (sharedRoot's life cycle).
  */
 import net from 'node:net';
-import { freePort, waitFor, type TestRoot } from './install.js';
+import { freePort, sharedRoot, waitFor, type TestRoot } from './install.js';
 import { startWeb, type Web } from './web.js';
 
 export type ProtocolName = 'lmstfy' | 'cloudq' | 'rqms' | 'workq';
 
+export type ProtocolSections = Partial<Record<ProtocolName, Record<string, unknown>>>;
+
 export interface Protocols {
   web: Web;
-  /** The port each enabled protocol listens on. */
-  port: Partial<Record<ProtocolName, number>>;
-  /** `http://127.0.0.1:<port>` of a protocol (no trailing slash). */
+  /** The port a started protocol listens on. */
+  port(name: ProtocolName): number;
+  /** `http://127.0.0.1:<port>` of a started protocol (no trailing slash). */
   base(name: ProtocolName): string;
 }
 
@@ -29,7 +32,7 @@ function accepts(port: number): Promise<boolean> {
 }
 
 /** `sections`: each protocol's keys besides `port` (which is chosen here). */
-export async function startProtocols(t: TestRoot, sections: Partial<Record<ProtocolName, Record<string, unknown>>>): Promise<Protocols> {
+export async function startProtocols(t: TestRoot, sections: ProtocolSections): Promise<Protocols> {
   const port: Partial<Record<ProtocolName, number>> = {};
   const config: Record<string, unknown> = {};
   for (const [name, section] of Object.entries(sections) as Array<[ProtocolName, Record<string, unknown>]>) {
@@ -38,13 +41,20 @@ export async function startProtocols(t: TestRoot, sections: Partial<Record<Proto
   }
   const web = await startWeb(t, { protocols: config });
   for (const [name, p] of Object.entries(port)) await waitFor(() => accepts(p), 10_000, `${name} to listen on ${p}`);
-  return {
-    web,
-    port,
-    base(name) {
-      const p = port[name];
-      if (p === undefined) throw new Error(`protocol ${name} was not started`);
-      return `http://127.0.0.1:${p}`;
-    },
+  const portOf = (name: ProtocolName): number => {
+    const p = port[name];
+    if (p === undefined) throw new Error(`protocol ${name} was not started`);
+    return p;
   };
+  return { web, port: portOf, base: (name) => `http://127.0.0.1:${portOf(name)}` };
+}
+
+/**
+ * One install for the tests of the calling describe, serving `sections` (startProtocols)
+ * from before the first test to after the last; the root is kept, its path printed,
+ * when one failed or the start did.
+ */
+export function sharedProtocols(sections: ProtocolSections): { t: () => TestRoot; port(name: ProtocolName): number; base(name: ProtocolName): string } {
+  const shared = sharedRoot((t) => startProtocols(t, sections));
+  return { t: shared.t, port: (name) => shared.started().port(name), base: (name) => shared.started().base(name) };
 }

@@ -3,16 +3,16 @@
  * with a free port, or the web process on its own (no rq-mgr, as a stale install has
  * it), then talk HTTP to it over a real socket: fetch with a cookie jar (the flash rides
  * a cookie across RQ's 303 redirects), forms, JSON and multipart bodies, and raw
- * requests for the HTTP-layer rules that fetch cannot send. `sharedInstall` gives the
- * tests of a describe one install, removed after it when every test passed and kept
- * (its path printed) when one failed.
+ * requests for the HTTP-layer rules that fetch cannot send (rawRequest). `sharedInstall`
+ * gives the tests of a describe one install, removed after it when every test passed
+ * and kept (its path printed) when one failed.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
-import { REPO, TestRoot, waitFor } from './install.js';
+import { expect } from 'vitest';
+import { REPO, sharedRoot, type TestRoot, waitFor } from './install.js';
 
 export interface Web {
   port: number;
@@ -103,19 +103,15 @@ export interface SharedInstallOptions {
 
 /**
  * One install for the tests of the calling describe (or file): rq-mgr and the web
- * started once before them, stopped after them; the root is removed when they all
- * passed and kept, its path printed, when one failed or the start did.
+ * started once before them, stopped after them (sharedRoot: the root kept, its path
+ * printed, when one failed or the start did).
  */
 export function sharedInstall(opts: SharedInstallOptions = {}): { t: () => TestRoot; web: () => Web } {
-  let t: TestRoot | undefined;
-  let web: Web | undefined;
   let stopLone: (() => Promise<void>) | undefined;
-  let failed = false;
-  beforeAll(async () => {
-    try {
-      const root = new TestRoot();
-      t = root;
+  const shared = sharedRoot(
+    async (root) => {
       opts.setup?.(root);
+      let web: Web;
       if (opts.lone) {
         root.setMainConfig(opts.config ?? {});
         const lone = await startLoneWeb(root);
@@ -125,25 +121,23 @@ export function sharedInstall(opts: SharedInstallOptions = {}): { t: () => TestR
         web = await startWeb(root, opts.config, opts.env);
       }
       await opts.ready?.(root, web);
-    } catch (e) {
-      failed = true;
-      throw e;
-    }
+      return web;
+    },
+    async () => stopLone?.(),
+  );
+  return { t: shared.t, web: shared.started };
+}
+
+/** Send bytes as they are on a new connection to `port`; resolves with everything the server sent. */
+export function rawRequest(port: number, bytes: string | Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    sock.on('data', (c: Buffer) => chunks.push(c));
+    sock.on('error', reject);
+    sock.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+    sock.write(bytes);
   });
-  beforeEach((ctx) => {
-    ctx.onTestFailed(() => {
-      failed = true;
-    });
-  });
-  afterAll(async () => {
-    await stopLone?.();
-    if (failed) console.error(`install root kept at ${t?.root}`);
-    await t?.cleanup(!failed);
-  });
-  return {
-    t: () => t!,
-    web: () => web!,
-  };
 }
 
 export function webClient(port: number): Web {
@@ -178,14 +172,6 @@ export function webClient(port: number): Web {
       const loc = new URL(res.headers.get('location')!);
       return request(loc.pathname + loc.search);
     },
-    raw: (bytes) =>
-      new Promise((resolve, reject) => {
-        const sock = net.connect(port, '127.0.0.1');
-        const chunks: Buffer[] = [];
-        sock.on('data', (c) => chunks.push(c));
-        sock.on('error', reject);
-        sock.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
-        sock.write(bytes);
-      }),
+    raw: (bytes) => rawRequest(port, bytes),
   };
 }

@@ -9,12 +9,12 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
 import { parseCloudqConfig } from '../../src/protocols/cloudq.js';
-import { TestRoot, pidAlive, waitFor } from '../helpers/install.js';
-import { startProtocols } from '../helpers/protocols.js';
+import { pidAlive, waitFor, type TestRoot } from '../helpers/install.js';
+import { sharedProtocols } from '../helpers/protocols.js';
+import { rawRequest } from '../helpers/web.js';
 
 const MiB = 1024 * 1024;
 
@@ -38,32 +38,12 @@ interface Cloudq {
 
 /** One install for the calling describe, serving Cloudq with `section` (besides port). */
 function sharedCloudq(section: Record<string, unknown> = {}, headers: Record<string, string> = {}): Cloudq {
-  let t: TestRoot | undefined;
-  let port = 0;
-  let failed = false;
-  beforeAll(async () => {
-    t = new TestRoot();
-    try {
-      const p = await startProtocols(t, { cloudq: section });
-      port = p.port.cloudq!;
-    } catch (e) {
-      failed = true;
-      throw e;
-    }
-  });
-  beforeEach((ctx) => {
-    ctx.onTestFailed(() => {
-      failed = true;
-    });
-  });
-  afterAll(async () => {
-    if (failed) console.error(`install root kept at ${t?.root}`);
-    await t?.cleanup(!failed);
-  });
+  const doors = sharedProtocols({ cloudq: section });
+  const port = (): number => doors.port('cloudq');
   // node:http rather than fetch: fetch would resolve `..` and `%2e%2e` segments before sending.
   const call = (method: string, path: string, body?: string | Buffer, extra: Record<string, string> = {}, init: { signal?: AbortSignal } = {}): Promise<Answer> =>
     new Promise((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port, method, path, headers: { ...headers, ...extra }, ...init }, (res) => {
+      const req = http.request({ host: '127.0.0.1', port: port(), method, path, headers: { ...headers, ...extra }, ...init }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (d: Buffer) => chunks.push(d));
         res.on('error', reject);
@@ -84,8 +64,8 @@ function sharedCloudq(section: Record<string, unknown> = {}, headers: Record<str
       req.end(body);
     });
   return {
-    t: () => t!,
-    port: () => port,
+    t: doors.t,
+    port,
     call: (method, path, body, extra) => call(method, path, body, extra),
     async publish(queue, body) {
       const a = await call('POST', `/${queue}`, JSON.stringify(body), { 'content-type': 'application/json' });
@@ -107,18 +87,6 @@ async function pullStats(t: TestRoot, queue: string): Promise<{ ready: number; d
   const r = (await t.rpc(queue, 'pull_stats', {})) as [string, { ready: number; delayed: number; leased: number; dead: number }];
   expect(r[0]).toBe('ok');
   return r[1];
-}
-
-/** Send bytes on a new connection; resolves with all the server sent once it closes. */
-function raw(port: number, bytes: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const sock = net.connect(port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    sock.on('data', (c: Buffer) => chunks.push(c));
-    sock.on('error', reject);
-    sock.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
-    sock.write(bytes);
-  });
 }
 
 const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -396,7 +364,7 @@ describe('routes, validation and the job life cycle', () => {
     });
     expect(chunked).toEqual({ status: 413, body: '{"status":"error","message":"job too large"}' });
     // Announced far beyond any drain: answered at once, the connection closed.
-    const far = await raw(c.port(), `POST /${q} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 900000000\r\n\r\n{"job"`);
+    const far = await rawRequest(c.port(), `POST /${q} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 900000000\r\n\r\n{"job"`);
     expect(far).toMatch(/^HTTP\/1\.1 413 /);
     expect(far).toContain('{"status":"error","message":"job too large"}');
     expect((await c.reserve(q)).json).toEqual({ status: 'empty' });

@@ -8,14 +8,14 @@
  * event (a blocking consume, or waitFor), never by a fixed sleep before an assertion.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { decodeTime, isValid as isUlid } from 'ulid';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
 import { parseLmstfySection } from '../../src/protocols/lmstfy.js';
-import { pidAlive, TestRoot, waitFor } from '../helpers/install.js';
-import { startProtocols } from '../helpers/protocols.js';
+import { pidAlive, waitFor, type TestRoot } from '../helpers/install.js';
+import { sharedProtocols, startProtocols } from '../helpers/protocols.js';
+import { rawRequest } from '../helpers/web.js';
 
 const NS = 'test';
 const TOKEN = 'tok-test-0123456789abcdef';
@@ -96,29 +96,9 @@ const fresh = (stem = 'q'): string => `${stem}${++serial}`;
  * One install for the calling describe: rq-mgr, the web and the lmstfy door with this
  * section (tokens of NS and OTHER_NS by default).
  */
-function lmstfyInstall(section: Record<string, unknown> = { tokens: { [NS]: [TOKEN], [OTHER_NS]: [OTHER_TOKEN] } }): { t: () => TestRoot; api: () => Lmstfy } {
-  let t: TestRoot | undefined;
-  let api: Lmstfy | undefined;
-  let failed = false;
-  beforeAll(async () => {
-    t = new TestRoot();
-    try {
-      api = new Lmstfy((await startProtocols(t, { lmstfy: section })).base('lmstfy'));
-    } catch (e) {
-      failed = true;
-      throw e;
-    }
-  });
-  beforeEach((ctx) => {
-    ctx.onTestFailed(() => {
-      failed = true;
-    });
-  });
-  afterAll(async () => {
-    if (failed) console.error(`install root kept at ${t?.root}`);
-    await t?.cleanup(!failed);
-  });
-  return { t: () => t!, api: () => api! };
+function lmstfyInstall(section: Record<string, unknown> = { tokens: { [NS]: [TOKEN], [OTHER_NS]: [OTHER_TOKEN] } }): { t: () => TestRoot; api: () => Lmstfy; port: () => number } {
+  const doors = sharedProtocols({ lmstfy: section });
+  return { t: doors.t, api: () => new Lmstfy(doors.base('lmstfy')), port: () => doors.port('lmstfy') };
 }
 
 /** The ms a promise took, with its value. */
@@ -126,19 +106,6 @@ async function timed<T>(p: () => Promise<T>): Promise<{ ms: number; value: T }> 
   const at = Date.now();
   const value = await p();
   return { ms: Date.now() - at, value };
-}
-
-/** Send raw bytes on a new connection; resolves with everything the server sent. */
-function raw(base: string, bytes: string): Promise<string> {
-  const { port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const sock = net.connect(Number(port), '127.0.0.1');
-    const chunks: Buffer[] = [];
-    sock.on('data', (c: Buffer) => chunks.push(c));
-    sock.on('error', reject);
-    sock.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
-    sock.write(bytes);
-  });
 }
 
 describe('lmstfy: transport, names, tokens', () => {
@@ -266,7 +233,7 @@ describe('lmstfy: transport, names, tokens', () => {
 });
 
 describe('lmstfy: publish, consume, ack, peek', () => {
-  const { t, api } = lmstfyInstall();
+  const { t, api, port } = lmstfyInstall();
 
   it('publishes a job and consumes it with the job object of §4', async () => {
     const q = fresh();
@@ -302,8 +269,8 @@ describe('lmstfy: publish, consume, ack, peek', () => {
     expect(await api().call('PUT', `/api/${NS}/${q}`, { body: Buffer.alloc(65_536, 'z') })).toMatchObject({ status: 413, body: { error: 'body too large' } });
     // Without a Content-Length (chunked), found while reading.
     const chunk = 'y'.repeat(40_000);
-    const reply = await raw(
-      api().base,
+    const reply = await rawRequest(
+      port(),
       `PUT /api/${NS}/${q} HTTP/1.1\r\nHost: x\r\nX-Token: ${TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n` +
         `${chunk.length.toString(16)}\r\n${chunk}\r\n${chunk.length.toString(16)}\r\n${chunk}\r\n0\r\n\r\n`,
     );

@@ -68,11 +68,14 @@ describe('publish and lease', () => {
   it('refuses to publish to or lease from a queue that runs a script', async () => {
     t().addQueue({ name: 'scripted', script: 'done.sh', num_workers: 0 });
     await t().start('scripted');
-    for (const [command, arg] of [['lease', { owner: 'w' }], ['publish', {}], ['set', { ext_id: 'x' }]] as const) {
+    const id = await t().send('scripted', {});
+    const commands = [['lease', { owner: 'w' }], ['publish', {}], ['set', { ext_id: 'x' }], ['ack', { ref: id }], ['purge_ready', {}]] as const;
+    for (const [command, arg] of commands) {
       const reply = (await t().rpc('scripted', command, arg)) as unknown[];
       expect(reply[0]).toBe('fail');
       expect(reply[2]).toBe('RQ_NOT_PULL');
     }
+    expect(await t().state('scripted', id)).toBe('que');
   });
 });
 
@@ -180,6 +183,12 @@ describe('waiting leases', () => {
     expect(await waiting).toEqual(['ok', []]);
     await ok(t(), q, 'publish', {});
     expect(await ok(t(), q, 'pull_stats', {})).toMatchObject({ ready: 1, leased: 0 });
+  });
+
+  it('a wait whose cancel came first answers empty at once', async () => {
+    const q = await pullQueue(t());
+    expect(await ok(t(), q, 'cancel_wait', { waiter: 'early' })).toBe(0);
+    expect(await ok(t(), q, 'lease', { owner: 'a', ttr_ms: 1000, wait_ms: 60_000, waiter: 'early' })).toEqual([]);
   });
 
   it('a wait times out with nothing', async () => {

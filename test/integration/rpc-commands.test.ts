@@ -173,6 +173,16 @@ describe('queue process RPC', () => {
     await t.waitState('q1', later, 'done');
   });
 
+  it('single_que returns a waiting message that is not due yet instead of making a second', async () => {
+    t.addQueue({ name: 'q1', script: 'done.sh' });
+    await t.start('q1');
+    const later = await t.send('q1', { due: Math.floor(Date.now() / 1000) + 3600 });
+    const reply = (await t.rpc('q1', 'single_que', { dest: 'q1' })) as [string, string];
+    expect(reply[0]).toBe('ok');
+    expect(reply[1].endsWith(`/${later}`)).toBe(true);
+    expect(await t.rpc('q1', 'num_messages', {})).toMatchObject({ que: 1 });
+  });
+
   it('while DOWN refuses message commands but answers the operational ones; PAUSE queues without running', async () => {
     t.addQueue({ name: 'q1', script: 'done.sh' });
     await t.start('q1');

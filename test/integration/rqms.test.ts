@@ -9,12 +9,12 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
 import { rqmsServer } from '../../src/protocols/rqms.js';
 import type { ProtocolContext } from '../../src/protocols/servers.js';
-import { TestRoot, waitFor } from '../helpers/install.js';
-import { startProtocols } from '../helpers/protocols.js';
+import { waitFor, type TestRoot } from '../helpers/install.js';
+import { sharedProtocols } from '../helpers/protocols.js';
 
 interface Answer {
   status: number;
@@ -29,28 +29,8 @@ interface Item {
 
 /** One install with rqms enabled for the tests of the calling describe; kept (path printed) when one fails. */
 function sharedRqms(): { t: () => TestRoot; base: () => string } {
-  let t: TestRoot | undefined;
-  let base: string | undefined;
-  let failed = false;
-  beforeAll(async () => {
-    t = new TestRoot();
-    try {
-      base = (await startProtocols(t, { rqms: {} })).base('rqms');
-    } catch (e) {
-      failed = true;
-      throw e;
-    }
-  });
-  beforeEach((ctx) => {
-    ctx.onTestFailed(() => {
-      failed = true;
-    });
-  });
-  afterAll(async () => {
-    if (failed) console.error(`install root kept at ${t?.root}`);
-    await t?.cleanup(!failed);
-  });
-  return { t: () => t!, base: () => base! };
+  const doors = sharedProtocols({ rqms: {} });
+  return { t: doors.t, base: () => doors.base('rqms') };
 }
 
 function client(base: () => string) {
