@@ -124,6 +124,23 @@ export class TestRoot {
     await gone;
   }
 
+  /** kill -9 a queue process that rq-mgr supervises, and wait until rq-mgr has started a new one that answers. */
+  async killQueueUnderMgr(queue: string, timeoutMs = 10_000): Promise<void> {
+    const pidFile = `queues/${queue}/queue.pid`;
+    const pid = this.pidIn(pidFile);
+    if (pid === undefined || !pidAlive(pid)) throw new Error(`queue ${queue} has no live process`);
+    process.kill(pid, 'SIGKILL');
+    await waitFor(() => !pidAlive(pid), timeoutMs, `queue ${queue}'s process to die`);
+    await waitFor(
+      async () => {
+        const now = this.pidIn(pidFile);
+        return now !== undefined && now !== pid && pidAlive(now) && (await this.rpc(queue, 'ping', '')) !== null;
+      },
+      timeoutMs,
+      `rq-mgr to restart queue ${queue}`,
+    );
+  }
+
   /** Call a command; the argument is sent as JSON (`''` sends no argument). */
   rpc(queue: string, command: string, arg: unknown = {}): Promise<unknown> {
     return this.rpcRaw(queue, command, arg === '' ? '' : JSON.stringify(arg));

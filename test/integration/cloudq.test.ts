@@ -12,7 +12,7 @@ import http from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
 import { parseCloudqConfig } from '../../src/protocols/cloudq.js';
-import { pidAlive, waitFor, type TestRoot } from '../helpers/install.js';
+import { waitFor, type TestRoot } from '../helpers/install.js';
 import { sharedProtocols } from '../helpers/protocols.js';
 import { rawRequest } from '../helpers/web.js';
 
@@ -519,19 +519,7 @@ describe('a restart of the queue process', () => {
     const { id } = await c.publish(q, { job: { klass: 'Survivor', args: [] } });
     const other = await c.publish(q, { job: { klass: 'Waiting', args: [] } });
     expect(job(await c.reserve(q))['id']).toBe(id);
-    const pidFile = `queues/${q}/queue.pid`;
-    const pid = c.t().pidIn(pidFile)!;
-    expect(pidAlive(pid)).toBe(true);
-    process.kill(pid, 'SIGKILL');
-    await waitFor(() => !pidAlive(pid), 10_000, 'the queue process to die');
-    await waitFor(
-      async () => {
-        const now = c.t().pidIn(pidFile);
-        return now !== undefined && now !== pid && pidAlive(now) && (await c.t().rpc(q, 'ping', '')) !== null;
-      },
-      15_000,
-      'rq-mgr to restart the queue process',
-    );
+    await c.t().killQueueUnderMgr(q, 15_000);
     expect(await c.t().state(q, id)).toBe('run');
     expect(job(await c.reserve(q))['id']).toBe(other.id);
     expect((await c.reserve(q)).json).toEqual({ status: 'empty' });

@@ -13,7 +13,7 @@ import { decodeTime, isValid as isUlid } from 'ulid';
 import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
 import { parseLmstfySection } from '../../src/protocols/lmstfy.js';
-import { pidAlive, waitFor, type TestRoot } from '../helpers/install.js';
+import { waitFor, type TestRoot } from '../helpers/install.js';
 import { sharedProtocols, startProtocols } from '../helpers/protocols.js';
 import { rawRequest } from '../helpers/web.js';
 
@@ -767,18 +767,7 @@ describe('lmstfy: a restart of the queue process', () => {
     expect((await api().consume(q, 'ttr=1')).body).toMatchObject({ job_id: acked });
     expect(await api().ack(q, acked)).toMatchObject({ status: 204 });
 
-    const pid = t().pidIn(`queues/${rq}/queue.pid`)!;
-    expect(pidAlive(pid)).toBe(true);
-    process.kill(pid, 'SIGKILL');
-    await waitFor(() => !pidAlive(pid), 5000, 'the queue process to die');
-    await waitFor(
-      async () => {
-        const now = t().pidIn(`queues/${rq}/queue.pid`);
-        return now !== undefined && now !== pid && pidAlive(now) && (await t().rpc(rq, 'ping', '')) !== null;
-      },
-      10_000,
-      'rq-mgr to restart the queue process',
-    );
+    await t().killQueueUnderMgr(rq);
     expect(Date.now() - leasedAt).toBeLessThan(4000); // the checks below are inside the TTR
     expect(await api().consume(q)).toMatchObject({ status: 404 });
     expect((await api().peek(q, leased)).body).toMatchObject({ job_id: leased, remain_tries: 1 });

@@ -391,9 +391,7 @@ describe('rqms across failures', () => {
     const lockedAt = Date.now();
     expect(idOf(held!.ticket)).toBe('held');
     expect(idOf(short!.ticket)).toBe('short');
-    const before = t().pidIn('queues/crash/queue.pid')!;
-    process.kill(before, 'SIGKILL');
-    await waitFor(async () => (t().pidIn('queues/crash/queue.pid') ?? before) !== before && (await t().rpc('crash', 'ping', '')) !== null, 10_000, 'rq-mgr to restart the queue');
+    await t().killQueueUnderMgr('crash');
     // A precondition, not a speed claim: the restart (5 ms backoff in tests) came well within the short lock.
     expect(Date.now()).toBeLessThan(lockedAt + 5_000);
     expect(await c.fetch('crash', '?count=5')).toEqual([]);
