@@ -296,6 +296,8 @@ export class PullDesk {
   /** Dead letters, oldest first (a Map keeps insertion order; they die in time order): id → dead_at. */
   private readonly dead = new Map<string, number>();
   private readonly ttrTimers = new Map<string, NodeJS.Timeout>();
+  /** Lease ends, for the lazy check of `lease` (a timer fires at the instant, its commit comes after). */
+  private readonly leaseEnds = new Deadlines();
   private readonly ttls = new Deadlines();
   /** The TTL each message has now (the heap may also hold older, stale entries). */
   private readonly ttlOf = new Map<string, number>();
@@ -388,6 +390,25 @@ export class PullDesk {
     if (count > MAX_LEASE_COUNT) throw bad(`'count' must be at most ${MAX_LEASE_COUNT}`);
     const waitMs = optMs(arg, 'wait_ms') ?? 0;
     const token = optString(arg, 'waiter');
+    return this.endDueLeases().then(() => this.leaseOrWait(owner, ttrMs, count, waitMs, token, conn));
+  }
+
+  /**
+   * The lazy check (spec/rqms.md §10): a lease whose end has come is ended before a lease
+   * looks for ready messages, so a message is there again from the very instant its lease
+   * runs out, not only once its timer's commit is done.
+   */
+  private async endDueLeases(): Promise<void> {
+    const now = Date.now();
+    const due: string[] = [];
+    for (let top = this.leaseEnds.peek(); top !== undefined && top.at <= now; top = this.leaseEnds.peek()) {
+      this.leaseEnds.pop();
+      if (this.h.runs.get(top.id)?.msg.lease?.until === top.at) due.push(top.id);
+    }
+    await Promise.all(due.map((id) => this.exclusive(id, () => this.endLease(id, 'expired')).catch(() => undefined)));
+  }
+
+  private leaseOrWait(owner: string, ttrMs: number | null, count: number, waitMs: number, token: string | undefined, conn?: RpcConnection): Promise<PulledView[]> {
     const taken = this.takeReady(owner, ttrMs, count);
     if (taken.length > 0 || waitMs === 0) return this.leased(taken);
     if (token !== undefined && this.cancelled.has(token)) return Promise.resolve([]);
@@ -885,6 +906,7 @@ export class PullDesk {
   private armTtr(id: string, until: number | null): void {
     this.forgetLease(id);
     if (until === null) return;
+    this.leaseEnds.push(until, id);
     const wait = until - Date.now();
     const timer = setTimeout(
       () => {
