@@ -31,8 +31,8 @@
  * or in err once `count` reaches `max_count` (RQ's 15 by default). With `waitMs`, an
  * empty GET waits inside the queue process; a client that goes away ends the wait and
  * nothing stays reserved for it (a job leased in the very moment it left is handed back).
- * A GET never makes a queue: a waiting GET on a queue nobody made yet watches for its
- * config file until a publish makes it (a GET per unknown name must not start a process).
+ * A GET that does not wait never makes a queue; a waiting GET (`waitMs`) does, as lmstfy's
+ * blocking consume does, so the publish that comes later wakes it.
  *
  * Every RqError reaches the client through the one REPLY_OF table; anything else is a
  * 500 `internal error`, its detail logged.
@@ -43,7 +43,6 @@ import qs from 'qs';
 import { RqError, explain, type ErrorCode } from '../domain/errors.js';
 import { isPlainObject } from '../domain/message.js';
 import { isProtocolQueueName } from '../domain/names.js';
-import { abortableSleep } from '../lib/abortable-sleep.js';
 import type { Logger } from '../lib/logger.js';
 import { readBody, type BodyLimit } from './http-body.js';
 import type { PullClient, PulledJob } from './pull-client.js';
@@ -75,8 +74,6 @@ const BODY_LIMIT = 10 * 1024 * 1024;
  */
 const DRAIN_LIMIT = 64 * 1024 * 1024;
 const BODY: BodyLimit = { max: BODY_LIMIT, over: { drainUpTo: DRAIN_LIMIT } };
-/** How often a waiting GET looks for the config file of a queue not made yet. */
-const EXISTS_POLL_MS = 100;
 /** Cloudq's queue-name charset (§1); names.ts adds the rules every front door shares. */
 const CLOUDQ_NAME = /^[A-Za-z0-9_.-]{1,255}$/;
 /** Rack-style nested form keys (`job[args][]=a`), as deep and as long as a real job needs. */
@@ -311,25 +308,18 @@ class Cloudq {
 
   /** §4.2: the oldest ready job, now reserved; empty when none (came within waitMs). */
   async reserve(queue: string, signal: AbortSignal): Promise<Reply | null> {
-    const deadline = Date.now() + this.config.waitMs;
-    // A queue nobody made yet: wait for a publish to make it (a GET makes no queue).
-    while (!this.client.exists(queue) && Date.now() < deadline && !signal.aborted) {
-      await abortableSleep(Math.min(EXISTS_POLL_MS, deadline - Date.now()), signal);
-    }
-    if (signal.aborted) return null;
     const jobs = await this.client.lease([queue], {
       owner: 'cloudq',
       ttr_ms: this.config.reserveTimeoutMs || null,
       count: 1,
-      wait_ms: Math.max(0, deadline - Date.now()),
+      wait_ms: this.config.waitMs,
       signal,
+      // A waiting GET makes the queue, so the publish that makes it later wakes the wait.
+      create: this.config.waitMs > 0,
     });
+    // The client went away: nothing was kept reserved for it (the client refunds).
+    if (signal.aborted) return null;
     const job = jobs[0];
-    if (signal.aborted) {
-      // Leased as the client left: hand it back as if never reserved.
-      if (job) await this.client.nack(job.queue, job.id, { refund: true });
-      return null;
-    }
     if (!job) return EMPTY;
     const rendered = jobOf(job);
     return { status: 200, body: this.config.flatReserve ? rendered : { job: rendered } };

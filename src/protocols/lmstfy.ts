@@ -297,14 +297,8 @@ class LmstfyDoor {
     } else {
       await abortableSleep(waitMs, gone.signal);
     }
-    if (gone.signal.aborted) {
-      for (const job of jobs) {
-        this.client.nack(job.queue, job.id, { refund: true }).catch((e: unknown) => {
-          this.log.warn({ queue: job.queue, msg_id: job.id, err: explain(e) }, 'cannot hand back a lease for a consumer that went away; it ends at its TTR');
-        });
-      }
-      return undefined;
-    }
+    // The client went away (the client refunded what it had leased).
+    if (gone.signal.aborted) return undefined;
     if (jobs.length === 0) return { status: 404, body: { msg: 'no job available' } };
     const now = Date.now();
     const shown = jobs.map((job) => ({ msg: 'new job', ...jobObject(job, ns, shownAs.get(job.queue) ?? job.queue.slice(ns.length + 1), now) }));

@@ -65,7 +65,7 @@ export interface LeaseOptions {
   count: number;
   /** When none is ready: wait this long for one (one message then). 0 = do not wait. */
   wait_ms: number;
-  /** Aborting ends a wait early (the HTTP client went away); nothing stays leased for it. */
+  /** Aborting ends a wait early (the HTTP client went away); nothing stays leased for it (what was leased is refunded, and [] returned). */
   signal?: AbortSignal;
   /** Make listed queues that do not exist yet, so a wait sees their first publish. */
   create?: boolean;
@@ -158,8 +158,11 @@ export class PullClient {
       if (got.length >= o.count || !this.exists(q)) continue;
       got.push(...((await this.call(q, 'lease', { ...arg, count: o.count - got.length })) as PulledJob[]));
     }
-    if (got.length > 0 || o.wait_ms <= 0 || o.signal?.aborted) return got;
-    return this.waitForOne(queues.filter((q) => this.exists(q)), arg, o);
+    const jobs = got.length > 0 || o.wait_ms <= 0 || o.signal?.aborted ? got : await this.waitForOne(queues.filter((q) => this.exists(q)), arg, o);
+    // The client went away meanwhile: nothing stays leased for it.
+    if (!o.signal?.aborted) return jobs;
+    for (const job of jobs) await this.refund(job);
+    return [];
   }
 
   /** Wait on every queue at once; the first message wins, the other waits are cancelled and any race winner refunded. */

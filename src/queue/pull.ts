@@ -30,7 +30,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { RqError, coerceError } from '../domain/errors.js';
 import { idTimeMs, isSafeId } from '../domain/ids.js';
-import { PARAM_KEYS, isPlainObject, type Lease, type Message, type MessageInput } from '../domain/message.js';
+import { PARAM_KEYS, dueMs, isPlainObject, type Lease, type Message, type MessageInput } from '../domain/message.js';
 import type { State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
 import type { RpcConnection } from '../client/rpc.js';
@@ -40,6 +40,7 @@ import type { QueueLayout } from '../store/layout.js';
 import type { MessageStore } from '../store/message-store.js';
 import { entryFromMessage, type QueEntry } from '../store/que-index.js';
 import type { QueList } from './que-list.js';
+import { MAX_TIMER_MS, Timetable } from './timetable.js';
 
 /** The attachment that holds a pull message's body. */
 export const PAYLOAD = 'payload';
@@ -51,8 +52,6 @@ const MAX_EXT_ID_BYTES = 1024;
 const CANCELLED_MS = 60_000;
 /** The longest delay, TTL or TTR: lmstfy's uint32 seconds (136 years). */
 const MAX_MS = 4_294_967_295_000;
-/** Node's longest timer; a later instant is re-armed when it fires. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** What the engine lends this module: its memory of the queue and its bookkeeping. */
 export interface PullHost {
@@ -239,70 +238,16 @@ function leaseText(lease: Lease, msg: Message): string {
   return `leased by ${lease.owner} until ${until}${tries}`;
 }
 
-/** A min-heap of (instant, id): the TTL timer's queue. Stale entries are skipped when they surface. */
-class Deadlines {
-  private readonly heap: Array<{ at: number; id: string }> = [];
-
-  get size(): number {
-    return this.heap.length;
-  }
-
-  peek(): { at: number; id: string } | undefined {
-    return this.heap[0];
-  }
-
-  push(at: number, id: string): void {
-    const h = this.heap;
-    h.push({ at, id });
-    for (let i = h.length - 1; i > 0; ) {
-      const p = (i - 1) >> 1;
-      if (h[p]!.at <= h[i]!.at) break;
-      [h[p], h[i]] = [h[i]!, h[p]!];
-      i = p;
-    }
-  }
-
-  /** Start again from exactly these entries. */
-  rebuild(entries: ReadonlyMap<string, number>): void {
-    this.heap.length = 0;
-    for (const [id, at] of entries) this.push(at, id);
-  }
-
-  pop(): { at: number; id: string } | undefined {
-    const h = this.heap;
-    const top = h[0];
-    const last = h.pop();
-    if (h.length > 0 && last) {
-      h[0] = last;
-      for (let i = 0; ; ) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < h.length && h[l]!.at < h[m]!.at) m = l;
-        if (r < h.length && h[r]!.at < h[m]!.at) m = r;
-        if (m === i) break;
-        [h[m], h[i]] = [h[i]!, h[m]!];
-        i = m;
-      }
-    }
-    return top;
-  }
-}
-
 export class PullDesk {
   private readonly h: PullHost;
   private readonly ids: ExtIds;
   private readonly waiters: Waiter[] = [];
   /** Dead letters, oldest first (a Map keeps insertion order; they die in time order): id → dead_at. */
   private readonly dead = new Map<string, number>();
-  private readonly ttrTimers = new Map<string, NodeJS.Timeout>();
-  /** Lease ends, for the lazy check of `lease` (a timer fires at the instant, its commit comes after). */
-  private readonly leaseEnds = new Deadlines();
-  private readonly ttls = new Deadlines();
-  /** The TTL each message has now (the heap may also hold older, stale entries). */
-  private readonly ttlOf = new Map<string, number>();
-  private ttlTimer: NodeJS.Timeout | undefined;
-  private ttlTimerAt = Infinity;
+  /** When each lease ends (TTR). */
+  private readonly leaseEnds = new Timetable((id) => this.endLeaseLater(id));
+  /** When each waiting or leased message expires (TTL). */
+  private readonly expiries = new Timetable((id, at) => this.expire(id, at));
   /** The operation in progress on each message (see `exclusive`). */
   private readonly busy = new Map<string, Promise<unknown>>();
   /** Waiter names cancelled lately, until when they are remembered. */
@@ -359,8 +304,7 @@ export class PullDesk {
 
   /** A leased message was removed by an operator: stop its timer. */
   forgetLease(id: string): void {
-    clearTimeout(this.ttrTimers.get(id));
-    this.ttrTimers.delete(id);
+    this.leaseEnds.delete(id);
   }
 
   // ───────────────────────────── commands ─────────────────────────────
@@ -399,13 +343,8 @@ export class PullDesk {
    * runs out, not only once its timer's commit is done.
    */
   private async endDueLeases(): Promise<void> {
-    const now = Date.now();
-    const due: string[] = [];
-    for (let top = this.leaseEnds.peek(); top !== undefined && top.at <= now; top = this.leaseEnds.peek()) {
-      this.leaseEnds.pop();
-      if (this.h.runs.get(top.id)?.msg.lease?.until === top.at) due.push(top.id);
-    }
-    await Promise.all(due.map((id) => this.exclusive(id, () => this.endLease(id, 'expired')).catch(() => undefined)));
+    const due = this.leaseEnds.takeDue(Date.now());
+    await Promise.all(due.map(({ id }) => this.exclusive(id, () => this.endLease(id, 'expired')).catch(() => undefined)));
   }
 
   private leaseOrWait(owner: string, ttrMs: number | null, count: number, waitMs: number, token: string | undefined, conn?: RpcConnection): Promise<PulledView[]> {
@@ -829,7 +768,7 @@ export class PullDesk {
 
   /** Forget a message in memory as it leaves `state` (the store has moved it). */
   private left(state: State, id: string): void {
-    this.ttlOf.delete(id);
+    this.expiries.delete(id);
     if (state === 'que') this.h.que.remove(id);
     if (state === 'run') {
       this.forgetLease(id);
@@ -870,7 +809,6 @@ export class PullDesk {
     // A touch that committed while this TTR end waited its turn moved the end: the lease goes on.
     const until = run.msg.lease.until;
     if (how === 'expired' && (until === null || until > Date.now())) {
-      // (A timer may also fire a millisecond early: it is armed again for the rest.)
       this.armTtr(id, until);
       return 'run';
     }
@@ -904,57 +842,29 @@ export class PullDesk {
   }
 
   private armTtr(id: string, until: number | null): void {
-    this.forgetLease(id);
-    if (until === null) return;
-    this.leaseEnds.push(until, id);
-    const wait = until - Date.now();
-    const timer = setTimeout(
-      () => {
-        this.ttrTimers.delete(id);
-        if (wait > MAX_TIMER_MS) return this.armTtr(id, until);
-        void this.exclusive(id, () => this.endLease(id, 'expired')).catch((e: unknown) =>
-          this.h.log.error({ msg_id: id, err: coerceError(e).message }, 'cannot end a lease; it stays in run until restart'),
-        );
-      },
-      Math.max(0, Math.min(wait, MAX_TIMER_MS)),
+    if (until === null) this.leaseEnds.delete(id);
+    else this.leaseEnds.set(id, until);
+  }
+
+  /** A lease's end has come (its timer): end it in its turn. */
+  private endLeaseLater(id: string): void {
+    void this.exclusive(id, () => this.endLease(id, 'expired')).catch((e: unknown) =>
+      this.h.log.error({ msg_id: id, err: coerceError(e).message }, 'cannot end a lease; it stays in run until restart'),
     );
-    this.ttrTimers.set(id, timer);
   }
 
   private watchTtl(id: string, at: unknown): void {
-    if (typeof at !== 'number' || this.ttlOf.get(id) === at) return;
-    this.ttlOf.set(id, at);
-    // Entries of acked or changed messages stay in the heap until they surface: rebuild it when they are most of it.
-    if (this.ttls.size > 2 * this.ttlOf.size + 1024) this.ttls.rebuild(this.ttlOf);
-    this.ttls.push(at, id);
-    if (at < this.ttlTimerAt) this.armTtl(at);
+    if (typeof at === 'number') this.expiries.set(id, at);
   }
 
-  private armTtl(at: number): void {
-    if (this.ttlTimer) clearTimeout(this.ttlTimer);
-    this.ttlTimerAt = at;
-    this.ttlTimer = setTimeout(() => this.onTtl(), Math.max(0, Math.min(at - Date.now(), MAX_TIMER_MS)));
-  }
-
-  /** Remove the messages whose TTL has ended (waiting or leased; never dead ones). */
-  private onTtl(): void {
-    this.ttlTimer = undefined;
-    this.ttlTimerAt = Infinity;
-    const now = Date.now();
-    for (let top = this.ttls.peek(); top !== undefined && top.at <= now; top = this.ttls.peek()) {
-      this.ttls.pop();
-      const { id, at } = top;
-      if (this.ttlOf.get(id) !== at) continue;
-      this.ttlOf.delete(id);
-      void this.exclusive(id, async () => {
-        const state = this.h.stateOf(id);
-        const expires = state === 'que' ? this.h.que.get(id)?.pull?.e : state === 'run' ? this.h.runs.get(id)?.msg.expires_at : undefined;
-        if ((state !== 'que' && state !== 'run') || expires !== at) return;
-        if (this.discard(state, id)) this.h.log.info({ msg_id: id, state }, 'message expired (TTL) and removed');
-      });
-    }
-    const next = this.ttls.peek();
-    if (next) this.armTtl(next.at);
+  /** A TTL has ended: remove the message, waiting or leased (never a dead one, which has no TTL). */
+  private expire(id: string, at: number): void {
+    void this.exclusive(id, async () => {
+      const state = this.h.stateOf(id);
+      const expires = state === 'que' ? this.h.que.get(id)?.pull?.e : state === 'run' ? this.h.runs.get(id)?.msg.expires_at : undefined;
+      if ((state !== 'que' && state !== 'run') || expires !== at) return;
+      if (this.discard(state, id)) this.h.log.info({ msg_id: id, state }, 'message expired (TTL) and removed');
+    });
   }
 
   /** What the pull commands show of a message. */
@@ -974,7 +884,7 @@ export class PullDesk {
       params: PARAM_KEYS.map((k) => msg[k] ?? null),
       src: msg.src ?? null,
       created_ms: idTimeMs(msg.msg_id) ?? 0,
-      due_ms: entryFromMessage(msg).dueMs,
+      due_ms: dueMs(msg),
       expires_at: typeof msg.expires_at === 'number' ? msg.expires_at : null,
       tries: typeof msg.tries === 'number' ? msg.tries : null,
       count: msg.count ?? 0,
