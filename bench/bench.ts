@@ -26,6 +26,8 @@
  *     queue, against a bare `GET /css/rq.css` from the same web process.
  *  5. The pull model over HTTP (pull-figures.ts): lease+ack pairs per second with 16
  *     workers through the lmstfy front door, and publish → consume latency.
+ *  6. The Workq front door over TCP (workq-figures.ts): add+lease+complete per second
+ *     with 16 connections, and the `run` round trip p50/p99.
  *
  * Plan (ARCHITECTURE.md, "Facts measured on these machines"): ext4 here has no journal
  * and creates files much more slowly for minutes after many directories are deleted, so
@@ -53,7 +55,8 @@ import { isOk, rpcCall } from '../src/client/rpc.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../src/domain/queue-config.js';
 import { QUEUE_MAIN as BUILT_QUEUE_MAIN, WEB_MAIN } from '../src/lib/install-root.js';
 import { ensureQueueDirs, queueLayout, rootLayout, type QueueLayout } from '../src/store/layout.js';
-import { figurePull } from './pull-figures.js';
+import { figurePull, type PullBenchHelpers } from './pull-figures.js';
+import { figureWorkq } from './workq-figures.js';
 
 /** The queue process under test; RQ_BENCH_QUEUE_MAIN may point at another build to compare. */
 const QUEUE_MAIN = process.env['RQ_BENCH_QUEUE_MAIN'] ?? BUILT_QUEUE_MAIN;
@@ -952,27 +955,25 @@ async function main(): Promise<void> {
   if (!fs.existsSync(QUEUE_MAIN)) throw new Error(`${QUEUE_MAIN} is missing: run npm run build`);
   await settleFilesystem();
 
+  const pullHelpers: PullBenchHelpers = {
+    makeInstall,
+    say,
+    show,
+    addRow: (row) => rows.push(row),
+    note: (text) => notes.push(text),
+    bareAsyncRate: () => bareCreatesAsync(CREATES, CLIENTS),
+    runConcurrent,
+    percentile,
+    quick: QUICK,
+  };
   const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
   const figures: Array<[string, () => Promise<void>]> = [
     ['1. creates', figureCreates],
     ['2. processing', figureProcessing],
     ['3. latency', figureLatency],
     ['4. 100k waiting', figureBigQueue],
-    [
-      '5. pull model',
-      () =>
-        figurePull({
-          makeInstall,
-          say,
-          show,
-          addRow: (row) => rows.push(row),
-          note: (text) => notes.push(text),
-          bareAsyncRate: () => bareCreatesAsync(CREATES, CLIENTS),
-          runConcurrent,
-          percentile,
-          quick: QUICK,
-        }),
-    ],
+    ['5. pull model', () => figurePull(pullHelpers)],
+    ['6. workq', () => figureWorkq(pullHelpers)],
   ];
   try {
     for (const [name, run] of figures) {

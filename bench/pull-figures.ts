@@ -36,7 +36,7 @@ const WORKERS = 16;
 const GOAL_PAIRS = 2_000;
 const REPO = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);
@@ -47,7 +47,7 @@ function freePort(): Promise<number> {
   });
 }
 
-function rqMgr(root: string, command: 'start' | 'stop'): void {
+export function rqMgr(root: string, command: 'start' | 'stop'): void {
   const r = spawnSync(process.execPath, [path.join(REPO, 'bin/rq-mgr'), command], { env: { ...process.env, RQ_ROOT: root }, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`rq-mgr ${command}: ${r.stdout}${r.stderr}`);
 }

@@ -27,16 +27,33 @@ export interface Message {
   dups?: string[];
   dup?: string;
   // Pull messages (queue/pull.ts), all optional:
-  /** Unique in the queue while not done (lmstfy job id, RQMS item id). */
+  /** Unique in the queue while not done (lmstfy job id, RQMS item id), or across the server (`ext_scope`). */
   ext_id?: string;
+  /** `server`: the external id is unique across every queue and held until the message is removed (Workq). */
+  ext_scope?: 'server';
   /** Higher leases first. */
   priority?: number;
   /** The place among ready messages instead of the due time (epoch ms). */
   rank?: number;
   /** The tie-break after rank instead of the id. */
   sort_key?: string;
-  /** Removed at this instant (epoch ms) unless done or dead. */
+  /** Removed at this instant (epoch ms) unless done or dead (with `ttl_final`, in every state). */
   expires_at?: number;
+  /** The TTL holds in done and err too: the result lives until it (Workq). */
+  ttl_final?: boolean;
+  /** The TTL as the client gave it, in ms (a decimal string: it may exceed 2^53). */
+  ttl?: string;
+  /** A lease that names no TTR lasts this long (ms). */
+  ttr_ms?: number;
+  /** Explicit failures so far, and how many a failure may be retried before it is final (0: never). */
+  fails?: number;
+  max_fails?: number;
+  /** The outcome of a finished message (its result is `attach/result`). */
+  success?: boolean;
+  /** When a scheduled message was due (epoch ms), for display. */
+  scheduled_at?: number;
+  /** Removed once its result is read (a Workq `run` job). */
+  ephemeral?: boolean;
   /** Deliveries left. */
   tries?: number;
   /** Raised by every write. */

@@ -24,7 +24,8 @@ export const HASHED_STATES: ReadonlySet<State> = new Set(['done', 'relayed']);
 /** Every legal `from → to` move. The store refuses any other. */
 export const TRANSITIONS: Readonly<Record<State, readonly State[]>> = {
   prep: ['que'],
-  que: ['run', 'done', 'relayed'],
+  // err: a pull message failed before it was leased, or an unreadable one.
+  que: ['run', 'done', 'relayed', 'err'],
   run: ['done', 'relayed', 'err', 'que'],
   done: [],
   // A pull queue's dead letter: acknowledged (→ done) or respawned (→ que).

@@ -23,11 +23,13 @@ import { RqError, type ErrorCode, ERROR_CODES } from '../domain/errors.js';
 import { isValidQueueName } from '../domain/names.js';
 import type { State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
-import type { PulledView } from '../queue/pull.js';
+import type { PullResult, PulledView } from '../queue/pull.js';
+import { extIdIndex, type ExtIdIndex, type ExtIdTarget } from '../store/ext-ids.js';
 import { queueLayout, type RootLayout } from '../store/layout.js';
 
 /** A message as the pull commands show it (the queue's own type: src/queue/pull.ts). */
 export type PulledJob = PulledView;
+export type { PullResult };
 
 export interface PublishInput {
   /** The message's `src`: the front door's name ('lmstfy', 'cloudq', 'rqms'). */
@@ -54,13 +56,31 @@ export interface PublishInput {
   sort_key?: string;
   /** Where a TTR expiry puts it back: `tail` (due = now) or `place` (keeps its place; default). */
   requeue?: 'tail' | 'place';
+  /** `server`: `ext_id` is unique across every queue and held until the message is removed (Workq). */
+  ext_scope?: 'server';
+  /** Due at this instant (epoch ms) instead of `delay_ms` from now. */
+  due_at?: number;
+  /** Removed at this instant (epoch ms) instead of `ttl_ms` from now. */
+  expires_at?: number;
+  /** The TTL holds once it is finished too (its result lives until then). */
+  ttl_final?: boolean;
+  /** The TTL as the client gave it (ms, decimal), shown back. */
+  ttl?: string;
+  /** Leases that name no TTR last this long (ms). */
+  ttr_ms?: number;
+  /** Failures (finish without success) retried before one is final; 0 = none (default). */
+  max_fails?: number;
+  /** When it was scheduled for (epoch ms), shown back. */
+  scheduled_at?: number;
+  /** Removed once its result is read; not counted as evicted by its TTL. */
+  ephemeral?: boolean;
 }
 
 export interface LeaseOptions {
-  /** Who holds the lease (shown on the dashboard): 'lmstfy', 'cloudq', 'rqms'. */
+  /** Who holds the lease (shown on the dashboard): 'lmstfy', 'cloudq', 'rqms', 'workq'. */
   owner: string;
-  /** The lease ends after this many ms (TTR); null = never. */
-  ttr_ms: number | null;
+  /** The lease ends after this many ms (TTR); null = never; undefined = each message's own `ttr_ms` (else never). */
+  ttr_ms: number | null | undefined;
   /** At most this many messages (1..1000). */
   count: number;
   /** When none is ready: wait this long for one (one message then). 0 = do not wait. */
@@ -80,12 +100,18 @@ export interface PullStats {
   leased: number;
   /** In err as dead letters. */
   dead: number;
+  /** Removed by their TTL before they finished, since the queue process started. */
+  evicted: number;
+  /** When the queue process started (epoch ms). */
+  started: number;
 }
 
-const NO_STATS: PullStats = { ready: 0, delayed: 0, leased: 0, dead: 0 };
+const NO_STATS: PullStats = { ready: 0, delayed: 0, leased: 0, dead: 0, evicted: 0, started: 0 };
 /** How long a call retries a queue process that does not answer (it may be restarting). */
 const RETRY_MS = 5_000;
 const CALL_TIMEOUT_MS = 30_000;
+/** A lease's TTR, the longest a `result_wait` with grace may outlast its wait (Workq's TTR limit is 24 h). */
+const DAY_MS = 86_400_000;
 
 function isErrorCode(code: unknown): code is ErrorCode {
   return typeof code === 'string' && Object.hasOwn(ERROR_CODES, code);
@@ -96,10 +122,17 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 export class PullClient {
   private readonly root: RootLayout;
   private readonly log: Logger;
+  private readonly serverIds: ExtIdIndex;
 
   constructor(root: RootLayout, log: Logger) {
     this.root = root;
     this.log = log;
+    this.serverIds = extIdIndex(queueLayout(root, '_').serverIdsDir);
+  }
+
+  /** The queue and short id of the message holding a server-wide external id (`ext_scope` server), while it exists. */
+  findServerId(extId: string): ExtIdTarget | undefined {
+    return this.serverIds.lookup(extId);
   }
 
   /** The queue's directory and config are there (it may be restarting). */
@@ -240,10 +273,50 @@ export class PullClient {
     return (await this.call(queue, 'touch', { ref, ttr_ms: ttrMs, ...(rev !== undefined ? { rev } : {}) })) as { until: number };
   }
 
-  /** Without `ref`: the message the next lease would take (null if none). With it: that message in any state but done. */
-  async peek(queue: string, ref?: string): Promise<PulledJob | null> {
+  /** Without `ref`: the message the next lease would take (null if none). With it: that message in any state but done (with `all`, done too). */
+  async peek(queue: string, ref?: string, o: { all?: boolean } = {}): Promise<PulledJob | null> {
     if (!this.exists(queue)) return null;
-    return (await this.call(queue, 'peek', ref === undefined ? {} : { ref })) as PulledJob | null;
+    return (await this.call(queue, 'peek', ref === undefined ? {} : { ref, ...o })) as PulledJob | null;
+  }
+
+  /**
+   * A message's outcome: done with `success`, or err, `result` kept as `attach/result`.
+   * A failure with retries left (`max_fails`) goes back to que instead (state 'que').
+   * RQ_NOT_IN_STATE when it is finished already, RQ_NOT_FOUND when it is not there.
+   */
+  async finish(queue: string, ref: string, o: { success: boolean; result: Buffer; status?: string }): Promise<{ id: string; state: State }> {
+    if (!this.exists(queue)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    return (await this.call(queue, 'finish', { ref, success: o.success, result: o.result.toString('base64'), ...(o.status ? { status: o.status } : {}) })) as { id: string; state: State };
+  }
+
+  /**
+   * Wait until `deadline` (epoch ms) for a message's outcome; null when none came. With
+   * `leaseGrace`, a message leased when the time is up is waited for until its lease
+   * ends. The wait goes on across a restart of the queue process.
+   */
+  async resultWait(queue: string, ref: string, deadline: number, o: { leaseGrace?: boolean; signal?: AbortSignal } = {}): Promise<PullResult | null> {
+    if (!this.exists(queue)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    for (;;) {
+      const left = Math.max(0, deadline - Date.now());
+      try {
+        return (await this.call(queue, 'result_wait', { ref, wait_ms: left, lease_grace: o.leaseGrace === true }, left + CALL_TIMEOUT_MS + DAY_MS)) as PullResult | null;
+      } catch (e) {
+        // The queue process went away mid-wait: ask the new one, with the time that is left.
+        if (!(e instanceof RqError && e.code === 'RQ_UPSTREAM') || o.signal?.aborted || Date.now() >= deadline + RETRY_MS) throw e;
+      }
+    }
+  }
+
+  /** Remove a message for good, in any state; RQ_NOT_FOUND when it is not there. */
+  async remove(queue: string, ref: string): Promise<void> {
+    if (!this.exists(queue)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    await this.call(queue, 'remove', { ref });
+  }
+
+  /** Ready (in lease order) or delayed messages (in the same order), from `offset`, at most `limit`. */
+  async list(queue: string, which: 'ready' | 'delayed', offset: number, limit: number): Promise<PulledJob[]> {
+    if (!this.exists(queue)) return [];
+    return (await this.call(queue, 'list', { which, offset, limit })) as PulledJob[];
   }
 
   async stats(queue: string): Promise<PullStats> {

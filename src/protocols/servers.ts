@@ -13,6 +13,7 @@ import { cloudqServer } from './cloudq.js';
 import { lmstfyServer } from './lmstfy.js';
 import { PullClient } from './pull-client.js';
 import { rqmsServer } from './rqms.js';
+import { workqServer } from './workq.js';
 
 /** What a protocol module gets to build its server. */
 export interface ProtocolContext {
@@ -30,6 +31,7 @@ const FACTORIES: Partial<Record<ProtocolName, ProtocolFactory>> = {
   lmstfy: lmstfyServer,
   cloudq: cloudqServer,
   rqms: rqmsServer,
+  workq: workqServer,
 };
 
 /**

@@ -179,10 +179,14 @@ const COMMANDS: Record<string, Handler> = {
   purge_ready: (e) => ['ok', e.pull.purgeReady()],
   respawn: async (e, arg) => ['ok', await e.pull.respawn(arg)],
   dead_letter: (e, arg) => ['ok', e.pull.deadLetter(arg)],
+  finish: async (e, arg) => ['ok', await e.pull.finish(arg)],
+  result_wait: async (e, arg, conn) => ['ok', await e.pull.resultWait(arg, conn)],
+  remove: async (e, arg) => ['ok', await e.pull.remove(arg)],
+  list: (e, arg) => ['ok', e.pull.list(arg)],
 };
 
 /** The pull commands answer a refusal with its stable code too: `["fail", text, code]`. */
-const PULL_COMMANDS = new Set(['publish', 'lease', 'cancel_wait', 'ack', 'nack', 'touch', 'set', 'peek', 'pull_stats', 'purge_ready', 'respawn', 'dead_letter']);
+const PULL_COMMANDS = new Set(['publish', 'lease', 'cancel_wait', 'ack', 'nack', 'touch', 'set', 'peek', 'pull_stats', 'purge_ready', 'respawn', 'dead_letter', 'finish', 'result_wait', 'remove', 'list']);
 
 /**
  * Run one command and return its reply value. `argument` is the raw JSON text; a bad

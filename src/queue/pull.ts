@@ -35,9 +35,9 @@ import type { State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
 import type { RpcConnection } from '../client/rpc.js';
 import { emptyTrash } from '../store/disk-usage.js';
-import { extIds, type ExtIds } from '../store/ext-ids.js';
+import { EXT_ID_FILE, extIdIndex, markerContent, type ExtIdIndex } from '../store/ext-ids.js';
 import type { QueueLayout } from '../store/layout.js';
-import type { MessageStore } from '../store/message-store.js';
+import type { CreateOptions, MessageStore } from '../store/message-store.js';
 import { entryFromMessage, type QueEntry } from '../store/que-index.js';
 import type { QueList } from './que-list.js';
 import { MAX_TIMER_MS, Timetable } from './timetable.js';
@@ -52,6 +52,10 @@ const MAX_EXT_ID_BYTES = 1024;
 const CANCELLED_MS = 60_000;
 /** The longest delay, TTL or TTR: lmstfy's uint32 seconds (136 years). */
 const MAX_MS = 4_294_967_295_000;
+/** The range of an instant (epoch ms): JavaScript's Date. */
+const MAX_INSTANT = 8.64e15;
+/** The attachment that holds a finished message's result. */
+export const RESULT = 'result';
 
 /** What the engine lends this module: its memory of the queue and its bookkeeping. */
 export interface PullHost {
@@ -75,10 +79,10 @@ export interface PullHost {
   };
   /** A message entered que: list it and wake waiters. */
   queued(entry: QueEntry): void;
-  /** A message left for a final state or was removed: keep the counts. */
-  counted(event: { to: 'done' | 'err' } | { from: 'err' }, id: string): void;
-  /** Make a message (the engine's create) with these attachments and directories to sync. */
-  create(input: MessageInput, extra: (msg: Message) => void, files: Record<string, Buffer>, syncDirs: string[]): Promise<Message>;
+  /** A message left for a final state or was removed from one: keep the counts. */
+  counted(event: { to: 'done' | 'err' } | { from: 'err' | 'done' }, id: string): void;
+  /** Make a message (the engine's create) with these attachments, and its external id's marker. */
+  create(input: MessageInput, extra: (msg: Message) => void, files: Record<string, Buffer>, marker: CreateOptions['marker']): Promise<Message>;
 }
 
 /** A message as the pull commands show it (the front doors' PulledJob). */
@@ -113,11 +117,36 @@ export interface PulledView {
   dead: boolean;
   /** The live lease: who, since when, until when (epoch ms; null = no expiry). */
   lease: Lease | null;
+  /** A lease that names no TTR lasts this long (ms); null: none. */
+  ttr_ms: number | null;
+  /** Explicit failures so far, and the retries allowed (0: none). */
+  fails: number;
+  max_fails: number;
+  /** A finished message's outcome; null before. */
+  success: boolean | null;
+  /** When a scheduled message was due (epoch ms); null when it was not scheduled. */
+  scheduled_at: number | null;
+  /** The TTL as given (ms, decimal); null when none was given. */
+  ttl: string | null;
+  ephemeral: boolean;
+}
+
+/** The states a message can be removed from by a pull command. */
+type RemovableState = 'que' | 'run' | 'done' | 'err';
+
+const isRemovable = (state: State | undefined): state is RemovableState => state === 'que' || state === 'run' || state === 'done' || state === 'err';
+
+/** A finished message's outcome, as `result_wait` answers it. */
+export interface PullResult {
+  state: 'done' | 'err';
+  success: boolean;
+  /** `attach/result`, base64 ('' when none). */
+  result: string;
 }
 
 interface Waiter {
   owner: string;
-  ttrMs: number | null;
+  ttrMs: number | undefined;
   token: string | undefined;
   /** Out of the list, timer stopped, answered: true the first time, false after (already answered). */
   settle: (jobs: PulledView[]) => boolean;
@@ -160,6 +189,21 @@ function extIdOf(arg: Record<string, unknown>, key = 'ext_id'): string | undefin
   return v;
 }
 
+function optBoolean(arg: Record<string, unknown>, key: string): boolean | undefined {
+  const v = arg[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw bad(`'${key}' must be true or false, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function optBase64(arg: Record<string, unknown>, key: string): Buffer | undefined {
+  const text = optString(arg, key);
+  if (text !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw bad(`'${key}' must be base64`);
+  return text === undefined ? undefined : Buffer.from(text, 'base64');
+}
+
+const optInstant = (arg: Record<string, unknown>, key: string): number | undefined => optNumber(arg, key, { min: -MAX_INSTANT, max: MAX_INSTANT });
+
 function refOf(arg: Record<string, unknown>): string {
   const ref = extIdOf(arg, 'ref');
   if (ref === undefined) throw bad("lacking 'ref' field (an external id or a message id)");
@@ -180,11 +224,19 @@ interface PublishFields {
   rank: number | undefined;
   sortKey: string | undefined;
   requeue: 'tail' | 'place' | undefined;
+  // Workq's job fields (see Message):
+  extScope: 'server' | undefined;
+  dueAt: number | undefined;
+  expiresAt: number | undefined;
+  ttlFinal: boolean | undefined;
+  ttl: string | undefined;
+  ttrMs: number | undefined;
+  maxFails: number | undefined;
+  scheduledAt: number | undefined;
+  ephemeral: boolean | undefined;
 }
 
 function publishFields(arg: Record<string, unknown>): PublishFields {
-  const payloadText = optString(arg, 'payload');
-  if (payloadText !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(payloadText)) throw bad("'payload' must be base64");
   const params = arg['params'] ?? {};
   if (!isPlainObject(params) || Object.keys(params).some((k) => !(PARAM_KEYS as readonly string[]).includes(k))) {
     throw bad(`'params' must be an object with keys among ${PARAM_KEYS.join(', ')}`);
@@ -192,9 +244,13 @@ function publishFields(arg: Record<string, unknown>): PublishFields {
   const requeue = arg['requeue'] ?? undefined;
   if (requeue !== undefined && requeue !== 'tail' && requeue !== 'place') throw bad(`'requeue' must be "tail" or "place", got ${JSON.stringify(requeue)}`);
   const ttl = optMs(arg, 'ttl_ms');
+  const extScope = arg['ext_scope'] ?? undefined;
+  if (extScope !== undefined && extScope !== 'server') throw bad(`'ext_scope' must be "server", got ${JSON.stringify(extScope)}`);
+  const ttlText = optString(arg, 'ttl');
+  if (ttlText !== undefined && !/^\d{1,20}$/.test(ttlText)) throw bad(`'ttl' must be a decimal number of ms, got ${JSON.stringify(ttlText)}`);
   return {
     src: optString(arg, 'src') ?? 'pull',
-    payload: payloadText === undefined ? undefined : Buffer.from(payloadText, 'base64'),
+    payload: optBase64(arg, 'payload'),
     params,
     extId: extIdOf(arg),
     delayMs: optMs(arg, 'delay_ms') ?? 0,
@@ -205,6 +261,15 @@ function publishFields(arg: Record<string, unknown>): PublishFields {
     rank: optNumber(arg, 'rank'),
     sortKey: optString(arg, 'sort_key'),
     requeue,
+    extScope,
+    dueAt: optInstant(arg, 'due_at'),
+    expiresAt: optInstant(arg, 'expires_at'),
+    ttlFinal: optBoolean(arg, 'ttl_final'),
+    ttl: ttlText,
+    ttrMs: optMs(arg, 'ttr_ms'),
+    maxFails: optNumber(arg, 'max_fails', { min: 0, integer: true }),
+    scheduledAt: optInstant(arg, 'scheduled_at'),
+    ephemeral: optBoolean(arg, 'ephemeral'),
   };
 }
 
@@ -218,10 +283,17 @@ function applyFields(msg: Message, f: PublishFields, now: number): void {
   set('priority', f.priority);
   set('rank', f.rank);
   set('sort_key', f.sortKey);
-  set('expires_at', f.ttlMs === undefined ? undefined : now + f.ttlMs);
+  set('expires_at', f.expiresAt ?? (f.ttlMs === undefined ? undefined : now + f.ttlMs));
   set('tries', f.tries);
   set('requeue', f.requeue);
-  msg.due = (now + f.delayMs) / 1000;
+  set('ext_scope', f.extScope);
+  set('ttl_final', f.ttlFinal);
+  set('ttl', f.ttl);
+  set('ttr_ms', f.ttrMs);
+  set('max_fails', f.maxFails);
+  set('scheduled_at', f.scheduledAt);
+  set('ephemeral', f.ephemeral);
+  msg.due = (f.dueAt ?? now + f.delayMs) / 1000;
   if (f.maxCount !== undefined) msg.max_count = f.maxCount;
 }
 
@@ -240,7 +312,9 @@ function leaseText(lease: Lease, msg: Message): string {
 
 export class PullDesk {
   private readonly h: PullHost;
-  private readonly ids: ExtIds;
+  /** External ids unique in this queue, and across the server (`ext_scope` server). */
+  private readonly queueIds: ExtIdIndex;
+  private readonly serverIds: ExtIdIndex;
   private readonly waiters: Waiter[] = [];
   /** Dead letters, oldest first (a Map keeps insertion order; they die in time order): id → dead_at. */
   private readonly dead = new Map<string, number>();
@@ -253,12 +327,18 @@ export class PullDesk {
   /** Waiter names cancelled lately, until when they are remembered. */
   private readonly cancelled = new Map<string, number>();
   private trashTimer: NodeJS.Timeout | undefined;
+  /** Waiting `result_wait` calls, by message. */
+  private readonly resultWaiters = new Map<string, Set<(r: PullResult) => void>>();
+  /** Messages removed by their TTL before they finished, since this process started. */
+  private evicted = 0;
+  private readonly started = Date.now();
   /** Messages whose create (with an external id claimed) has not committed yet: settled when it has or failed. */
   private readonly creating = new Map<string, Promise<void>>();
 
   constructor(host: PullHost) {
     this.h = host;
-    this.ids = extIds(host.layout);
+    this.queueIds = extIdIndex(host.layout.idsDir);
+    this.serverIds = extIdIndex(host.layout.serverIdsDir);
   }
 
   // ───────────────────────────── start-up ─────────────────────────────
@@ -279,12 +359,31 @@ export class PullDesk {
       try {
         const msg = this.h.store.readMsg('err', id);
         if (msg.dead === true) found.push([id, typeof msg.dead_at === 'number' ? msg.dead_at : 0]);
+        if (msg.ttl_final === true) this.watchTtl(id, msg.expires_at);
       } catch {
         // unreadable: not a dead letter we can show
       }
     }
     found.sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1));
     for (const [id, at] of found) this.dead.set(id, at);
+    void this.loadFinalTtls().catch((e: unknown) => this.h.log.error({ err: coerceError(e).message }, 'cannot read the TTLs of done messages'));
+  }
+
+  /**
+   * Recovery, in the background: the TTLs of done messages that keep one (`ttl_final`).
+   * Until a message's timer is armed, readers check its TTL themselves (`live`).
+   */
+  private async loadFinalTtls(): Promise<void> {
+    for await (const { dir, ids } of this.h.store.groups('done')) {
+      for (const id of ids) {
+        try {
+          const msg = JSON.parse(await fs.promises.readFile(path.join(dir, id, 'msg'), 'utf8')) as Message;
+          if (msg.ttl_final === true) this.watchTtl(id, msg.expires_at);
+        } catch {
+          // gone meanwhile, or unreadable: the dashboard shows it
+        }
+      }
+    }
   }
 
   /** A message entered que by any path: watch its TTL. */
@@ -329,7 +428,8 @@ export class PullDesk {
     this.needPull();
     const owner = optString(arg, 'owner');
     if (owner === undefined || owner === '') throw bad("lacking 'owner' field");
-    const ttrMs = optMs(arg, 'ttr_ms') ?? null;
+    // No TTR given: each message's own (`ttr_ms`), else none.
+    const ttrMs = optMs(arg, 'ttr_ms');
     const count = optNumber(arg, 'count', { min: 1, integer: true }) ?? 1;
     if (count > MAX_LEASE_COUNT) throw bad(`'count' must be at most ${MAX_LEASE_COUNT}`);
     const waitMs = optMs(arg, 'wait_ms') ?? 0;
@@ -347,7 +447,7 @@ export class PullDesk {
     await Promise.all(due.map(({ id }) => this.exclusive(id, () => this.endLease(id, 'expired')).catch(() => undefined)));
   }
 
-  private leaseOrWait(owner: string, ttrMs: number | null, count: number, waitMs: number, token: string | undefined, conn?: RpcConnection): Promise<PulledView[]> {
+  private leaseOrWait(owner: string, ttrMs: number | undefined, count: number, waitMs: number, token: string | undefined, conn?: RpcConnection): Promise<PulledView[]> {
     const taken = this.takeReady(owner, ttrMs, count);
     if (taken.length > 0 || waitMs === 0) return this.leased(taken);
     if (token !== undefined && this.cancelled.has(token)) return Promise.resolve([]);
@@ -420,7 +520,7 @@ export class PullDesk {
   }
 
   /** Start leases of up to `count` ready messages: taken out of the list at once, each committed in turn. */
-  private takeReady(owner: string, ttrMs: number | null, count: number): Array<Promise<PulledView>> {
+  private takeReady(owner: string, ttrMs: number | undefined, count: number): Array<Promise<PulledView>> {
     const out: Array<Promise<PulledView>> = [];
     if (!this.h.isUp()) return out;
     const now = Date.now();
@@ -439,7 +539,7 @@ export class PullDesk {
   }
 
   /** que → run for a lease; `entry` is already out of the list (back in it if the commit fails). */
-  private async leaseOne(entry: QueEntry, owner: string, ttrMs: number | null): Promise<PulledView> {
+  private async leaseOne(entry: QueEntry, owner: string, ttrMs: number | undefined): Promise<PulledView> {
     const { store, que } = this.h;
     let msg: Message;
     try {
@@ -454,7 +554,8 @@ export class PullDesk {
       throw e;
     }
     const now = Date.now();
-    const lease: Lease = { owner, at: now, until: ttrMs === null ? null : now + ttrMs };
+    const ttr = ttrMs ?? (typeof msg.ttr_ms === 'number' ? msg.ttr_ms : null);
+    const lease: Lease = { owner, at: now, until: ttr === null ? null : now + ttr };
     msg.count = (msg.count ?? 0) + 1;
     if (typeof msg.tries === 'number') msg.tries -= 1;
     msg.rev = (msg.rev ?? 0) + 1;
@@ -494,7 +595,7 @@ export class PullDesk {
       await this.h.store.move(id, state, 'done', { status });
       this.left(state, id);
       this.h.counted({ to: 'done' }, id);
-      this.forgetExtId(msg);
+      if (msg.ext_scope !== 'server') this.forgetExtId('done', msg);
       return { id };
     });
   }
@@ -575,7 +676,133 @@ export class PullDesk {
     throw new RqError('RQ_IO', `cannot set ${extId}: it keeps changing`);
   }
 
-  /** peek: without `ref` the message the next lease would take; with it, that message in any state but done. */
+
+  /**
+   * finish: a message's outcome, in any state before a final one (Workq complete and
+   * fail): with `success` to done, else to err, `result` kept as `attach/result`, the
+   * lease dropped. A failure with `max_fails` retries left (and leases left) goes back to
+   * que in its place instead, `fails` + 1. `result_wait` calls get the outcome.
+   */
+  finish(arg: Record<string, unknown>): Promise<{ id: string; state: State }> {
+    this.needPull();
+    const id = this.resolve(refOf(arg));
+    const success = optBoolean(arg, 'success');
+    if (success === undefined) throw bad("lacking 'success' field");
+    const result = optBase64(arg, 'result') ?? Buffer.alloc(0);
+    const status = optString(arg, 'status') ?? (success ? 'completed' : 'failed');
+    return this.exclusive(id, async () => {
+      const state = this.h.stateOf(id);
+      const msg = this.live(state, id);
+      if (state === 'done' || state === 'err') throw new RqError('RQ_NOT_IN_STATE', `msg ${id} is already finished`);
+      if (state !== 'que' && state !== 'run') throw new RqError('RQ_NOT_FOUND', 'msg not found');
+      const now = Date.now();
+      delete msg.lease;
+      msg.rev = (msg.rev ?? 0) + 1;
+      if (!success) msg.fails = (msg.fails ?? 0) + 1;
+      if (!success && (msg.fails ?? 0) < (msg.max_fails ?? 0) && !isSpent(msg)) {
+        // Retried: ready now (a scheduled one too), in its place.
+        if (dueMs(msg) > now) msg.due = now / 1000;
+        let entry: QueEntry;
+        if (state === 'run') {
+          this.forgetLease(id);
+          entry = await this.h.store.enqueue(id, 'run', { msg });
+          this.h.runs.delete(id);
+        } else {
+          await this.h.store.rewrite('que', id, { msg });
+          entry = entryFromMessage(msg);
+        }
+        this.h.queued(entry);
+        return { id, state: 'que' };
+      }
+      msg.success = success;
+      const to = success ? 'done' : 'err';
+      await this.h.store.move(id, state, to, { msg, files: { [RESULT]: result }, status });
+      this.left(state, id);
+      this.h.counted({ to }, id);
+      if (msg.ext_scope !== 'server') this.forgetExtId(to, msg);
+      if (msg.ttl_final === true) this.watchTtl(id, msg.expires_at);
+      this.finished(id, { state: to, success, result: result.toString('base64') });
+      return { id, state: to };
+    });
+  }
+
+  /**
+   * result_wait: a finished message's outcome, at once or when it comes within `wait_ms`
+   * (null when it does not). With `lease_grace`, a message leased when the time is up is
+   * waited for until its lease ends (Workq `run`).
+   */
+  resultWait(arg: Record<string, unknown>, conn?: RpcConnection): Promise<PullResult | null> {
+    const id = this.resolve(refOf(arg));
+    const waitMs = optMs(arg, 'wait_ms') ?? 0;
+    let grace = optBoolean(arg, 'lease_grace') ?? false;
+    return this.exclusive(id, async () => {
+      const state = this.h.stateOf(id);
+      const msg = this.live(state, id);
+      return state === 'done' || state === 'err' ? { done: this.outcome(state, msg) } : { msg };
+    }).then(
+      (got) =>
+        'done' in got
+          ? got.done
+          : new Promise<PullResult | null>((resolve) => {
+              const waiters = this.resultWaiters.get(id) ?? new Set();
+              this.resultWaiters.set(id, waiters);
+              let timer: NodeJS.Timeout | undefined;
+              const answer = (r: PullResult | null): void => {
+                clearTimeout(timer);
+                waiters.delete(answer);
+                if (waiters.size === 0 && this.resultWaiters.get(id) === waiters) this.resultWaiters.delete(id);
+                resolve(r);
+              };
+              const timeUp = (): void => {
+                const until = grace ? this.h.runs.get(id)?.msg.lease?.until : undefined;
+                grace = false;
+                if (typeof until === 'number' && until > Date.now()) timer = setTimeout(timeUp, Math.min(until - Date.now(), MAX_TIMER_MS));
+                else answer(null);
+              };
+              waiters.add(answer);
+              timer = setTimeout(timeUp, Math.min(waitMs, MAX_TIMER_MS));
+              conn?.setIdleTimeout(waitMs + (typeof got.msg.ttr_ms === 'number' && grace ? got.msg.ttr_ms : 0) + 60_000);
+              conn?.onClose(() => answer(null));
+            }),
+    );
+  }
+
+  /** remove: a message gone for good, in any state (Workq delete); its external id is free. */
+  remove(arg: Record<string, unknown>): Promise<{ id: string }> {
+    this.needPull();
+    const id = this.resolve(refOf(arg));
+    return this.exclusive(id, async () => {
+      const state = this.h.stateOf(id);
+      if (!isRemovable(state) || !this.discard(state, id)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+      return { id };
+    });
+  }
+
+  /** list: ready (in lease order) or delayed messages (in the same order), from `offset`, at most `limit`. */
+  list(arg: Record<string, unknown>): PulledView[] {
+    const which = arg['which'];
+    if (which !== 'ready' && which !== 'delayed') throw bad(`'which' must be "ready" or "delayed", got ${JSON.stringify(which)}`);
+    const offset = optNumber(arg, 'offset', { min: 0, integer: true }) ?? 0;
+    const limit = optNumber(arg, 'limit', { min: 1, max: MAX_LEASE_COUNT, integer: true }) ?? 100;
+    const entries = which === 'ready' ? this.h.que.readyEntries() : this.h.que.delayedInReadyOrder();
+    const out: PulledView[] = [];
+    let skip = offset;
+    for (const e of entries) {
+      if (out.length >= limit) break;
+      if (skip > 0) {
+        skip--;
+        continue;
+      }
+      try {
+        out.push(this.view('que', this.h.store.readMsg('que', e.id)));
+      } catch {
+        // taken meanwhile
+      }
+    }
+    return out;
+  }
+
+  /** peek: without `ref` the message the next lease would take; with it, that message in any state but done (with `all`, done too). */
   peek(arg: Record<string, unknown>): PulledView | null {
     const ref = extIdOf(arg, 'ref');
     if (ref === undefined) {
@@ -592,17 +819,22 @@ export class PullDesk {
     }
     const id = this.findExt(ref) ?? (isSafeId(ref) ? ref : undefined);
     const state = id === undefined ? undefined : this.h.stateOf(id);
-    if (id === undefined || state === undefined || state === 'done' || state === 'relayed') return null;
+    if (id === undefined || !isRemovable(state) || (state === 'done' && arg['all'] !== true)) return null;
     try {
-      return this.view(state, this.current(state, id));
+      const msg = this.current(state, id);
+      const at = msg.expires_at;
+      // Past its TTL, its timer not yet run: gone already for a reader.
+      if (typeof at === 'number' && at <= Date.now() && (state === 'que' || state === 'run' || msg.ttl_final === true)) return null;
+      return this.view(state, msg);
     } catch {
       return null;
     }
   }
 
-  stats(): { ready: number; delayed: number; leased: number; dead: number } {
+  /** Counts; `evicted` and `started` (epoch ms) are this process's, since it started. */
+  stats(): { ready: number; delayed: number; leased: number; dead: number; evicted: number; started: number } {
     const ready = this.h.que.readySize;
-    return { ready, delayed: this.h.que.size - ready, leased: this.h.runs.leased(), dead: this.dead.size };
+    return { ready, delayed: this.h.que.size - ready, leased: this.h.runs.leased(), dead: this.dead.size, evicted: this.evicted, started: this.started };
   }
 
   /** purge_ready: remove every ready message; delayed, leased and dead ones stay. */
@@ -700,6 +932,7 @@ export class PullDesk {
     const { extId } = f;
     const input: MessageInput = { dest: this.h.name, src: f.src, ...f.params };
     const files = f.payload ? { [PAYLOAD]: f.payload } : {};
+    const index = this.indexOf(f.extScope);
     let claimed: string | undefined;
     let settle = (): void => undefined;
     try {
@@ -708,44 +941,48 @@ export class PullDesk {
         (msg) => {
           applyFields(msg, f, Date.now());
           msg.rev = 1;
-          if (extId !== undefined) {
-            if (!this.ids.claim(extId, msg.msg_id, (old) => this.isLiveExt(extId, old))) {
-              throw new RqError('RQ_DUPLICATE', `a message with id ${extId} is already in queue ${this.h.name}`);
-            }
-            claimed = msg.msg_id;
-            this.creating.set(claimed, new Promise((r) => (settle = r)));
-          }
         },
         files,
-        extId !== undefined ? [this.h.layout.idsDir] : [],
+        (msg) =>
+          extId === undefined
+            ? undefined
+            : {
+                content: markerContent(this.h.name, msg.msg_id, extId),
+                dir: index.dir,
+                claim: (file) => {
+                  if (!index.claim(extId, file)) {
+                    const where = f.extScope === 'server' ? 'this server' : `queue ${this.h.name}`;
+                    throw new RqError('RQ_DUPLICATE', `a message with id ${extId} is already in ${where}`);
+                  }
+                  claimed = msg.msg_id;
+                  this.creating.set(claimed, new Promise((r) => (settle = r)));
+                },
+              },
       );
-    } catch (e) {
-      if (extId !== undefined && claimed !== undefined) this.ids.release(extId, claimed);
-      throw e;
     } finally {
       if (claimed !== undefined) this.creating.delete(claimed);
       settle();
     }
   }
 
-  /** Is `id` a message holding external id `extId` that is not done? */
-  private isLiveExt(extId: string, id: string): boolean {
-    if (!isSafeId(id)) return false;
-    if (this.creating.has(id) || this.busy.has(id)) return true; // claimed and not committed yet, or changing right now
-    const state = this.h.stateOf(id);
-    if (state === undefined || state === 'done' || state === 'relayed') return false;
-    if (state === 'prep') return true; // being made right now
-    try {
-      return this.current(state, id).ext_id === extId;
-    } catch {
-      return false;
-    }
+  private indexOf(scope: unknown): ExtIdIndex {
+    return scope === 'server' ? this.serverIds : this.queueIds;
   }
 
-  /** The message holding external id `extId`, not done, or undefined. */
+  /**
+   * The message of this queue holding external id `extId`: in any state when the id is
+   * the server's (held until removal), else not done (an ack lets a queue's id go).
+   */
   private findExt(extId: string): string | undefined {
-    const id = this.ids.lookup(extId);
-    return id !== undefined && this.isLiveExt(extId, id) ? id : undefined;
+    for (const index of [this.queueIds, this.serverIds]) {
+      const target = index.lookup(extId);
+      if (target === undefined || target.queue !== this.h.name || !isSafeId(target.id)) continue;
+      if (this.creating.has(target.id)) return target.id; // claimed, not committed yet
+      const state = this.h.stateOf(target.id);
+      if (state === undefined || state === 'relayed' || (state === 'done' && index === this.queueIds)) continue;
+      return target.id;
+    }
+    return undefined;
   }
 
   /** An external id, else a short id. */
@@ -766,6 +1003,30 @@ export class PullDesk {
     }
   }
 
+  /** The message as it is now, if it is there and its TTL has not passed (else RQ_NOT_FOUND; a passed one is removed now). */
+  private live(state: State | undefined, id: string): Message {
+    if (!isRemovable(state)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    const msg = this.current(state, id);
+    if (this.expiredNow(state, msg)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    return msg;
+  }
+
+  /** A finished message's outcome, from its msg and `attach/result`. */
+  private outcome(state: 'done' | 'err', msg: Message): PullResult {
+    let result = '';
+    try {
+      result = fs.readFileSync(path.join(this.h.layout.msgDir(state, msg.msg_id), 'attach', RESULT)).toString('base64');
+    } catch {
+      // none: failed by its lease running out, or finished by an ack
+    }
+    return { state, success: msg.success ?? state === 'done', result };
+  }
+
+  /** Hand a message's outcome to every `result_wait` on it. */
+  private finished(id: string, r: PullResult): void {
+    for (const answer of [...(this.resultWaiters.get(id) ?? [])]) answer(r);
+  }
+
   /** Forget a message in memory as it leaves `state` (the store has moved it). */
   private left(state: State, id: string): void {
     this.expiries.delete(id);
@@ -778,23 +1039,25 @@ export class PullDesk {
       this.forgetDead(id);
       this.h.counted({ from: 'err' }, id);
     }
+    if (state === 'done') this.h.counted({ from: 'done' }, id);
   }
 
-  private forgetExtId(msg: Message): void {
-    if (typeof msg.ext_id === 'string') this.ids.release(msg.ext_id, msg.msg_id);
+  /** The message lets its external id go (before it leaves `state`). */
+  private forgetExtId(state: State, msg: Message): void {
+    if (typeof msg.ext_id === 'string') this.indexOf(msg.ext_scope).release(msg.ext_id, path.join(this.h.layout.msgDir(state, msg.msg_id), EXT_ID_FILE));
   }
 
-  /** Remove a message for good (TTL, purge, dead-letter delete): into the trash, emptied soon after. */
-  private discard(state: 'que' | 'run' | 'err', id: string): boolean {
+  /** Remove a message for good (TTL, purge, dead-letter delete, remove): into the trash, emptied soon after. */
+  private discard(state: RemovableState, id: string): boolean {
     let msg: Message | undefined;
     try {
       msg = this.current(state, id);
     } catch {
       msg = undefined;
     }
+    if (msg) this.forgetExtId(state, msg);
     if (!this.h.store.discard(state, id)) return false;
     this.left(state, id);
-    if (msg) this.forgetExtId(msg);
     this.trashTimer ??= setTimeout(() => {
       this.trashTimer = undefined;
       emptyTrash(this.h.layout).catch((e: unknown) => this.h.log.warn({ err: coerceError(e).message }, 'cannot empty the trash'));
@@ -822,12 +1085,15 @@ export class PullDesk {
     } else if (isSpent(msg)) {
       msg.dead = true;
       msg.dead_at = now;
-      delete msg.expires_at;
+      msg.success = false;
+      if (!msg.ttl_final) delete msg.expires_at;
       const why = how === 'expired' ? 'lease ran out' : 'failed';
       await this.h.store.move(id, 'run', 'err', { msg, status: `dead: ${why} with no tries left` });
       this.h.runs.delete(id);
       this.dead.set(id, now);
       this.h.counted({ to: 'err' }, id);
+      if (!msg.ttl_final) this.expiries.delete(id);
+      this.finished(id, { state: 'err', success: false, result: '' });
       return 'err';
     } else if (delayMs > 0) {
       msg.due = (now + delayMs) / 1000;
@@ -857,14 +1123,36 @@ export class PullDesk {
     if (typeof at === 'number') this.expiries.set(id, at);
   }
 
-  /** A TTL has ended: remove the message, waiting or leased (never a dead one, which has no TTL). */
+  /**
+   * A TTL has ended: remove the message, waiting or leased, or finished when its TTL is
+   * final (a dead letter without that has no TTL). One that was not finished (and not
+   * ephemeral) counts as evicted.
+   */
   private expire(id: string, at: number): void {
     void this.exclusive(id, async () => {
       const state = this.h.stateOf(id);
-      const expires = state === 'que' ? this.h.que.get(id)?.pull?.e : state === 'run' ? this.h.runs.get(id)?.msg.expires_at : undefined;
-      if ((state !== 'que' && state !== 'run') || expires !== at) return;
-      if (this.discard(state, id)) this.h.log.info({ msg_id: id, state }, 'message expired (TTL) and removed');
+      if (!isRemovable(state)) return;
+      let msg: Message;
+      try {
+        msg = this.current(state, id);
+      } catch {
+        return;
+      }
+      const final = state === 'done' || state === 'err';
+      if (msg.expires_at !== at || (final && msg.ttl_final !== true)) return;
+      if (!this.discard(state, id)) return;
+      if (!final && msg.ephemeral !== true) this.evicted++;
+      this.h.log.info({ msg_id: id, state }, 'message expired (TTL) and removed');
     });
+  }
+
+  /** A message whose TTL has passed (its timer not yet run) is removed now: the lazy check of reads. Returns whether it was. */
+  private expiredNow(state: RemovableState, msg: Message): boolean {
+    const at = msg.expires_at;
+    if (typeof at !== 'number' || at > Date.now() || ((state === 'done' || state === 'err') && msg.ttl_final !== true)) return false;
+    if (!this.discard(state, msg.msg_id)) return false;
+    if ((state === 'que' || state === 'run') && msg.ephemeral !== true) this.evicted++;
+    return true;
   }
 
   /** What the pull commands show of a message. */
@@ -893,6 +1181,13 @@ export class PullDesk {
       priority: typeof msg.priority === 'number' ? msg.priority : 0,
       dead: msg.dead === true,
       lease: msg.lease ?? null,
+      ttr_ms: typeof msg.ttr_ms === 'number' ? msg.ttr_ms : null,
+      fails: msg.fails ?? 0,
+      max_fails: msg.max_fails ?? 0,
+      success: typeof msg.success === 'boolean' ? msg.success : null,
+      scheduled_at: typeof msg.scheduled_at === 'number' ? msg.scheduled_at : null,
+      ttl: typeof msg.ttl === 'string' ? msg.ttl : null,
+      ephemeral: msg.ephemeral === true,
     };
   }
 }

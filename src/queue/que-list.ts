@@ -142,6 +142,12 @@ export class QueList {
     for (let i = this.ready.first; i < this.ready.items.length; i++) yield this.ready.items[i]!;
   }
 
+  /** Delayed entries in the ready order (priority, rank, sort key), as Workq lists scheduled jobs: O(n log n). */
+  delayedInReadyOrder(): QueEntry[] {
+    this.promote();
+    return this.delayed.items.slice(this.delayed.first).sort((a, b) => (readyBefore(a, b) ? -1 : readyBefore(b, a) ? 1 : 0));
+  }
+
   /** The next message to run or lease, if any is due. */
   head(): QueEntry | undefined {
     this.promote();

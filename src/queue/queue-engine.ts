@@ -273,8 +273,10 @@ export class QueueEngine {
       },
       queued: (entry) => this.queued(entry),
       counted: (event, id) => {
-        if ('from' in event) this.errIds.delete(id);
-        else if (event.to === 'err') {
+        if ('from' in event) {
+          if (event.from === 'err') this.errIds.delete(id);
+          else this.counts.done--;
+        } else if (event.to === 'err') {
           this.errIds.add(id);
           this.stats.messageFinished('err');
         } else {
@@ -282,7 +284,7 @@ export class QueueEngine {
           this.stats.messageFinished('done');
         }
       },
-      create: async (input, extra, files, syncDirs) => {
+      create: async (input, extra, files, marker) => {
         const { msg, entry } = await this.d.store.create(
           (id) => {
             const m = buildMessage(input, id, this.fullId(id), nowSec());
@@ -290,7 +292,7 @@ export class QueueEngine {
             return m;
           },
           'que',
-          { files, syncDirs },
+          { files, ...(marker ? { marker } : {}) },
         );
         this.stats.messageCreated();
         this.queued(entry!);

@@ -1,74 +1,147 @@
 /**
- * A pull queue's index of external ids (lmstfy job ids, RQMS item ids): `ids/<name>`, a
- * symlink whose target is the message's short id, so a message is found from its
- * external id in one `readlink`, in any state.
+ * Indexes of external ids (lmstfy job ids, RQMS item ids, Workq job ids): find a message
+ * from its external id in one `stat` and `read`, in any state, and make the id unique
+ * without a lock, even across queue processes.
  *
- * The name is the id in base64url when that fits in a file name, else `~` and a hash
- * of the id (the message's `ext_id` then confirms a lookup). Creating the link is the
- * uniqueness check: `symlink` fails with EEXIST when the id is taken. The link is made
- * before the message's commit and fsynced with it (the caller adds `idsDir` to the
- * commit's directories); a crash between the two leaves a link to a message that does
- * not exist, which every reader treats as absent and a new claim replaces.
+ * A message with an external id holds a small file, `<message dir>/ext_id`, naming its
+ * queue and short id. The index entry is a *hard link* to that file, named after the
+ * external id (base64url when it fits in a file name, else `~` and a hash; the file's
+ * content confirms a lookup). So:
+ * - creating the link is the uniqueness check: `link` fails with EEXIST when the id is
+ *   taken, in this process or another;
+ * - the link count says whether the message still exists: renames between states keep
+ *   the inode, and once the message directory is deleted (by rq, an operator or the
+ *   cleaner) the entry is the file's only name (`nlink` 1) and is stale. A stale entry
+ *   reads as absent and a new claim replaces it.
+ *
+ * Two scopes use it: a pull queue's own `queues/<q>/ids/` (unique in the queue) and the
+ * server's `queues/.ids/` (unique across every queue: Workq). The link is made before
+ * the message's commit and fsynced with it (the caller syncs the index directory); a
+ * crash before the commit leaves a half-made message in `prep/_*`, removed at start-up,
+ * after which the entry is stale.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { errnoCode } from '../domain/errors.js';
-import type { QueueLayout } from './layout.js';
+import { RqError, errnoCode } from '../domain/errors.js';
 
+/** The file in a message's directory that index entries link to. */
+export const EXT_ID_FILE = 'ext_id';
 /** The longest encoded name kept as it is (file names may have 255 bytes). */
 const MAX_PLAIN = 200;
+
+/** What a marker file names. */
+export interface ExtIdTarget {
+  queue: string;
+  id: string;
+}
+
+interface Marker extends ExtIdTarget {
+  ext_id: string;
+}
 
 function linkName(extId: string): string {
   const plain = Buffer.from(extId, 'utf8').toString('base64url');
   return plain.length <= MAX_PLAIN ? plain : `~${createHash('sha256').update(extId).digest('base64url')}`;
 }
 
-export interface ExtIds {
-  /** The short id the link names, or undefined (no link). The caller checks the message is there. */
-  lookup(extId: string): string | undefined;
-  /**
-   * Link `extId` to `shortId`. False when it is linked to a message `isLive` says is
-   * there; a link to a message that is gone is replaced.
-   */
-  claim(extId: string, shortId: string, isLive: (shortId: string) => boolean): boolean;
-  /** Remove the link if it still names `shortId`. */
-  release(extId: string, shortId: string): void;
+/** The content of a message's marker file. */
+export function markerContent(queue: string, id: string, extId: string): Buffer {
+  return Buffer.from(JSON.stringify({ queue, id, ext_id: extId } satisfies Marker));
 }
 
-export function extIds(q: QueueLayout): ExtIds {
-  const file = (extId: string): string => path.join(q.idsDir, linkName(extId));
-  const lookup = (extId: string): string | undefined => {
+function readMarker(file: string): Marker | undefined {
+  try {
+    const m = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<Marker>;
+    return typeof m.queue === 'string' && typeof m.id === 'string' && typeof m.ext_id === 'string' ? (m as Marker) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function statOrUndefined(file: string): fs.Stats | undefined {
+  try {
+    return fs.statSync(file);
+  } catch (e) {
+    if (errnoCode(e) === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
+let seq = 0;
+
+export interface ExtIdIndex {
+  /** The message holding `extId`, while it exists; undefined when none (or the entry is stale). */
+  lookup(extId: string): ExtIdTarget | undefined;
+  /** Link `extId` to the marker file `marker`. False when a message that exists holds it. */
+  claim(extId: string, marker: string): boolean;
+  /** Remove the entry if it is `marker`'s (the message lets its id go). */
+  release(extId: string, marker: string): void;
+  /** The index directory, to fsync with a commit that claimed. */
+  readonly dir: string;
+}
+
+export function extIdIndex(dir: string): ExtIdIndex {
+  const file = (extId: string): string => path.join(dir, linkName(extId));
+  /** A stale entry out of the way; false when it turned out not to be stale (someone claimed meanwhile). */
+  const clearStale = (f: string, stale: fs.Stats): boolean => {
+    const aside = `${f}.${process.pid}.${seq++}.stale`;
     try {
-      return fs.readlinkSync(file(extId));
+      fs.renameSync(f, aside);
     } catch (e) {
-      if (errnoCode(e) === 'ENOENT') return undefined;
+      if (errnoCode(e) === 'ENOENT') return true;
       throw e;
     }
+    const took = fs.statSync(aside);
+    if (took.ino !== stale.ino) {
+      // Another claim replaced the stale entry between our stat and rename: put its entry back.
+      try {
+        fs.linkSync(aside, f);
+      } catch (e) {
+        if (errnoCode(e) !== 'EEXIST') throw e;
+      }
+      fs.rmSync(aside, { force: true });
+      return false;
+    }
+    fs.rmSync(aside, { force: true });
+    return true;
   };
   return {
-    lookup,
-    claim(extId, shortId, isLive) {
+    dir,
+    lookup(extId) {
       const f = file(extId);
-      for (let attempt = 0; attempt < 3; attempt++) {
+      const st = statOrUndefined(f);
+      if (st === undefined || st.nlink < 2) return undefined;
+      const m = readMarker(f);
+      return m !== undefined && m.ext_id === extId ? { queue: m.queue, id: m.id } : undefined;
+    },
+    claim(extId, marker) {
+      const f = file(extId);
+      for (let attempt = 0; attempt < 5; attempt++) {
         try {
-          fs.symlinkSync(shortId, f);
+          fs.linkSync(marker, f);
           return true;
         } catch (e) {
-          if (errnoCode(e) === 'ENOENT') {
-            fs.mkdirSync(q.idsDir, { recursive: true });
+          const code = errnoCode(e);
+          if (code === 'ENOENT' && fs.existsSync(marker)) {
+            fs.mkdirSync(dir, { recursive: true });
             continue;
           }
-          if (errnoCode(e) !== 'EEXIST') throw e;
+          if (code === 'EXDEV') throw new RqError('RQ_IO', `external ids need the queue on the same filesystem as ${dir}`, { cause: e });
+          if (code !== 'EEXIST') throw e;
         }
-        const old = lookup(extId);
-        if (old !== undefined && isLive(old)) return false;
-        fs.rmSync(f, { force: true });
+        const st = statOrUndefined(f);
+        if (st === undefined) continue;
+        if (st.nlink >= 2) return false;
+        if (!clearStale(f, st)) return false;
       }
       return false;
     },
-    release(extId, shortId) {
-      if (lookup(extId) === shortId) fs.rmSync(file(extId), { force: true });
+    release(extId, marker) {
+      const f = file(extId);
+      const entry = statOrUndefined(f);
+      const mine = statOrUndefined(marker);
+      if (entry !== undefined && mine !== undefined && entry.ino === mine.ino && entry.dev === mine.dev) fs.rmSync(f, { force: true });
     },
   };
 }

@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { HASHED_STATES, STATES, type State } from '../domain/states.js';
 import { hashParts } from '../domain/ids.js';
+import { isValidQueueName } from '../domain/names.js';
 
 export interface RootLayout {
   root: string;
@@ -50,8 +51,10 @@ export interface QueueLayout {
   indexFile: string;
   /** When each cron entry last fired (queue/cron.ts). */
   cronFile: string;
-  /** A pull queue's external ids, one symlink each (ext-ids.ts). */
+  /** A pull queue's external ids, unique in the queue (ext-ids.ts). */
   idsDir: string;
+  /** The external ids unique across the server, `queues/.ids` (ext-ids.ts). */
+  serverIdsDir: string;
   /**
    * Messages a clean has taken out of their state, named `<state>.<id>`, until their
    * files are deleted (message-store.ts `discard`, disk-usage.ts `emptyTrash`).
@@ -105,6 +108,7 @@ export function queueLayout(root: RootLayout, name: string): QueueLayout {
     indexFile: path.join(dir, 'que.index'),
     cronFile: path.join(dir, 'cron.json'),
     idsDir: path.join(dir, 'ids'),
+    serverIdsDir: path.join(root.queuesDir, '.ids'),
     trashDir: path.join(dir, '.trash'),
     downFlag: path.join(root.configDir, fittedFileName(name, '.down')),
     pauseFlag: path.join(root.configDir, fittedFileName(name, '.pause')),
@@ -113,6 +117,15 @@ export function queueLayout(root: RootLayout, name: string): QueueLayout {
     displayPath: (state, id) => path.join('queue', name, relMsgPath(state, id)),
     publicPath: (state, id) => path.join(root.root, 'queue', name, relMsgPath(state, id)),
   };
+}
+
+/** Every queue directory of the install, sorted (a deleted queue's `<q>.deleted.<n>` is no queue name). */
+export function queueDirNames(root: RootLayout): string[] {
+  return fs
+    .readdirSync(root.queuesDir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && isValidQueueName(d.name))
+    .map((d) => d.name)
+    .sort();
 }
 
 /** Create the six state directories of a queue (RQ's queue creation does `mkdir -p`). */

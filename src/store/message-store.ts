@@ -21,6 +21,7 @@ import { RqError, errnoCode } from '../domain/errors.js';
 import { idTimestamp } from '../domain/ids.js';
 import { parseMessage, type Message } from '../domain/message.js';
 import { HASHED_STATES, isLegalMove, type State } from '../domain/states.js';
+import { EXT_ID_FILE } from './ext-ids.js';
 import type { GroupCommitter } from './group-commit.js';
 import { lstatOrUndefined, readdirOrEmpty, readdirOrEmptySync } from './if-present.js';
 import type { QueueLayout } from './layout.js';
@@ -41,8 +42,12 @@ export interface MoveOptions {
 export interface CreateOptions {
   /** Attachments (`attach/<name>`, names already checked) written with the message. */
   files?: Readonly<Record<string, Buffer>>;
-  /** More directories to fsync with the commit (one the build step added an entry to). */
-  syncDirs?: string[];
+  /**
+   * An external id for the new message (ext-ids.ts): its marker file's content, and the
+   * claim of the index entry, made once the file is written (a throw abandons the create);
+   * `dir` is fsynced with the commit.
+   */
+  marker?: (msg: Message) => { content: Buffer; claim: (file: string) => void; dir: string } | undefined;
 }
 
 /** A new message, with its que index entry when it went straight to `que`. */
@@ -255,6 +260,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       fs.mkdirSync(tmpDir);
       let msg: Message;
       const fds: number[] = [];
+      const syncDirs = [q.stateDir(to)];
       try {
         const shortId = `${ts}.${fs.statSync(tmpDir).ino}`;
         msg = build(shortId);
@@ -265,6 +271,13 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
           fs.mkdirSync(attach);
           for (const [name, data] of Object.entries(opts.files)) fds.push(openForWrite(path.join(attach, name), data));
           fds.push(fs.openSync(attach, 'r'));
+        }
+        const marker = opts.marker?.(msg);
+        if (marker) {
+          const file = path.join(tmpDir, EXT_ID_FILE);
+          fds.push(openForWrite(file, marker.content));
+          marker.claim(file);
+          syncDirs.push(marker.dir);
         }
         fds.push(fs.openSync(tmpDir, 'r'));
       } catch (e) {
@@ -277,7 +290,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
         fsyncFds: fds,
         ...(entry ? { journal: journalLine(entry) } : {}),
         renames: [[tmpDir, q.msgDir(to, msg.msg_id)]],
-        syncDirs: [q.stateDir(to), ...(opts.syncDirs ?? [])],
+        syncDirs,
       });
       return entry ? { msg, entry } : { msg };
     },

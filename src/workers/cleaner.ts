@@ -26,22 +26,13 @@ import { isValidQueueName } from '../domain/names.js';
 import { CLEANED_STATES } from '../domain/retention.js';
 import { formatBytes } from '../lib/bytes.js';
 import { installRoot } from '../lib/install-root.js';
-import { queueLayout, rootLayout, type RootLayout } from '../store/layout.js';
+import { queueDirNames, queueLayout, rootLayout, type RootLayout } from '../store/layout.js';
 import { log, report, rqEnv, say } from './worker-io.js';
 
 /** How long one `clean` call may take; the queue replies within 20 s, finished or not. */
 const CALL_TIMEOUT_MS = 60_000;
 /** RQ_PARAM1 meaning every queue. */
 const ALL_QUEUES = 'ALLQUEUES';
-
-/** Every queue directory of the install (a deleted queue's `<q>.deleted.<n>` is no queue name). */
-function allQueues(root: RootLayout): string[] {
-  return fs
-    .readdirSync(root.queuesDir, { withFileTypes: true })
-    .filter((d) => d.isDirectory() && isValidQueueName(d.name))
-    .map((d) => d.name)
-    .sort();
-}
 
 type Outcome = { type: 'cleaned'; report: CleanReport } | { type: 'skipped'; reason: string } | { type: 'failed'; reason: string };
 
@@ -73,7 +64,7 @@ export async function main(): Promise<number> {
   const target = rqEnv('PARAM1');
   const days = /\d/.exec(rqEnv('PARAM2'))?.[0];
   let names: string[];
-  if (target === ALL_QUEUES) names = allQueues(root);
+  if (target === ALL_QUEUES) names = queueDirNames(root);
   else if (isValidQueueName(target) && fs.existsSync(queueLayout(root, target).dir)) names = [target];
   else {
     say(`fail the specified queue [${target}] does not exist`);

@@ -36,7 +36,7 @@ describe('publish and lease', () => {
     const rest = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000, count: 5 });
     expect(rest).toHaveLength(1);
     expect(await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 })).toEqual([]);
-    expect(await ok(t(), q, 'pull_stats', {})).toEqual({ ready: 0, delayed: 0, leased: 3, dead: 0 });
+    expect(await ok(t(), q, 'pull_stats', {})).toMatchObject({ ready: 0, delayed: 0, leased: 3, dead: 0 });
   });
 
   it('orders by priority, then rank, then sort key', async () => {
@@ -159,7 +159,7 @@ describe('TTL, delays and purge', () => {
     await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
     await ok(t(), q, 'publish', { delay_ms: 60_000 });
     expect(await ok(t(), q, 'purge_ready', {})).toBe(1);
-    expect(await ok(t(), q, 'pull_stats', {})).toEqual({ ready: 0, delayed: 1, leased: 1, dead: 0 });
+    expect(await ok(t(), q, 'pull_stats', {})).toMatchObject({ ready: 0, delayed: 1, leased: 1, dead: 0 });
   });
 });
 
@@ -223,5 +223,88 @@ describe('recovery', () => {
     const [again] = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
     expect(again.id).toBe(lapse);
     expect(await ok(t(), q, 'peek', { ref: 'keep' })).toMatchObject({ id: keep, state: 'run', lease: { owner: 'w' } });
+  });
+});
+
+describe('results, removal and server-wide external ids (what Workq stands on)', () => {
+  const job = { ext_id: 'job-1', ext_scope: 'server', ttl_final: true };
+
+  it('a server-wide id is unique across queue processes, even when publishes race; remove frees it', async () => {
+    const queues = [await pullQueue(t(), 'qa'), await pullQueue(t(), 'qb')];
+    for (let round = 0; round < 5; round++) {
+      const ext = `race-${round}`;
+      const replies = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => t().rpc(queues[i % 2]!, 'publish', { ...job, ext_id: ext })),
+      );
+      const won = replies.filter((r) => (r as unknown[])[0] === 'ok');
+      expect(won, JSON.stringify(replies)).toHaveLength(1);
+      for (const r of replies) if (r !== won[0]) expect(r).toEqual(['fail', `a message with id ${ext} is already in this server`, 'RQ_DUPLICATE']);
+      const held = await Promise.all(queues.map(async (q) => (await ok(t(), q, 'peek', { ref: ext })) !== null));
+      expect(held.filter(Boolean)).toHaveLength(1);
+      const holder = queues[held.indexOf(true)]!;
+      await ok(t(), holder, 'remove', { ref: ext });
+      await ok(t(), queues.find((q) => q !== holder)!, 'publish', { ...job, ext_id: ext });
+    }
+  });
+
+  it('a finished message keeps its server-wide id; one an operator deleted by hand frees it', async () => {
+    const q = await pullQueue(t());
+    const { id } = await ok(t(), q, 'publish', job);
+    await ok(t(), q, 'finish', { ref: 'job-1', success: true, result: b64('r') });
+    expect(((await t().rpc(q, 'publish', job)) as unknown[])[2]).toBe('RQ_DUPLICATE');
+    const dir = (await ok(t(), q, 'get_message', { msg_id: id })).path as string;
+    fs.rmSync(path.join(t().root, dir), { recursive: true });
+    await ok(t(), q, 'publish', job);
+  });
+
+  it('finish stores the result for every waiter; a second finish is refused; a failure with retries left goes back in its place', async () => {
+    const q = await pullQueue(t());
+    await ok(t(), q, 'publish', { ...job, max_fails: 2 });
+    await ok(t(), q, 'publish', { ...job, ext_id: 'job-2' });
+    const [leased] = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
+    expect(leased.ext_id).toBe('job-1');
+    const waits = [1, 2, 3].map(() => ok(t(), q, 'result_wait', { ref: 'job-1', wait_ms: 10_000 }));
+    expect(await ok(t(), q, 'finish', { ref: 'job-1', success: false, result: b64('try again') })).toMatchObject({ state: 'que' });
+    expect(await ok(t(), q, 'peek', { ref: 'job-1' })).toMatchObject({ state: 'que', fails: 1, count: 1, lease: null });
+    // Back in its place: ahead of job-2, which came later.
+    expect((await ok(t(), q, 'list', { which: 'ready' })).map((v: { ext_id: string }) => v.ext_id)).toEqual(['job-1', 'job-2']);
+    await ok(t(), q, 'finish', { ref: 'job-1', success: false, result: b64('final') });
+    const outcome = { state: 'err', success: false, result: b64('final') };
+    expect(await Promise.all(waits)).toEqual([outcome, outcome, outcome]);
+    expect(await t().rpc(q, 'finish', { ref: 'job-1', success: true })).toEqual(['fail', expect.stringContaining('already finished'), 'RQ_NOT_IN_STATE']);
+    expect(await ok(t(), q, 'result_wait', { ref: 'job-1', wait_ms: 0 })).toEqual(outcome);
+    expect(await ok(t(), q, 'result_wait', { ref: 'job-2', wait_ms: 50 })).toBeNull();
+  });
+
+  it('result_wait with lease_grace waits out a lease that is running when its time is up', async () => {
+    const q = await pullQueue(t());
+    await ok(t(), q, 'publish', job);
+    await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 1_000 });
+    const waited = ok(t(), q, 'result_wait', { ref: 'job-1', wait_ms: 100, lease_grace: true });
+    await new Promise((r) => setTimeout(r, 400));
+    await ok(t(), q, 'finish', { ref: 'job-1', success: true, result: b64('late') });
+    expect(await waited).toEqual({ state: 'done', success: true, result: b64('late') });
+  });
+
+  it('a final TTL removes the message in done too; only unfinished ones count as evicted', async () => {
+    const q = await pullQueue(t());
+    const soon = Date.now() + 400;
+    await ok(t(), q, 'publish', { ...job, expires_at: soon });
+    await ok(t(), q, 'publish', { ...job, ext_id: 'job-2', expires_at: soon });
+    await ok(t(), q, 'finish', { ref: 'job-1', success: true });
+    await waitFor(async () => (await ok(t(), q, 'peek', { ref: 'job-1', all: true })) === null && (await ok(t(), q, 'peek', { ref: 'job-2' })) === null, 5000, 'the TTLs');
+    await waitFor(async () => (await ok(t(), q, 'pull_stats', {})).evicted === 1, 5000, 'the eviction count');
+    expect(await t().rpc(q, 'remove', { ref: 'job-1' })).toEqual(['fail', 'msg not found', 'RQ_NOT_FOUND']);
+    await ok(t(), q, 'publish', job);
+  });
+
+  it('lists delayed messages in the ready order (priority, then rank)', async () => {
+    const q = await pullQueue(t());
+    const later = Date.now() + 60_000;
+    await ok(t(), q, 'publish', { ext_id: 'a', due_at: later + 10, rank: later + 10 });
+    await ok(t(), q, 'publish', { ext_id: 'b', due_at: later + 20, rank: later + 20, priority: 5 });
+    await ok(t(), q, 'publish', { ext_id: 'c', due_at: later, rank: later });
+    expect((await ok(t(), q, 'list', { which: 'delayed' })).map((v: { ext_id: string }) => v.ext_id)).toEqual(['b', 'c', 'a']);
+    expect((await ok(t(), q, 'list', { which: 'delayed', offset: 1, limit: 1 })).map((v: { ext_id: string }) => v.ext_id)).toEqual(['c']);
   });
 });

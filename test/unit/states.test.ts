@@ -8,6 +8,7 @@ const LEGAL: ReadonlyArray<[State, State]> = [
   ['que', 'run'], // scheduler start
   ['que', 'done'], // coalesced into a message that ended done
   ['que', 'relayed'], // coalesced into a message that ended relayed
+  ['que', 'err'], // a pull message failed before a lease (Workq fail), or unreadable at a lease
   ['run', 'done'],
   ['run', 'relayed'],
   ['run', 'err'],

@@ -1,0 +1,399 @@
+/**
+ * The Workq front door (spec/workq.md): a TCP server in the web process. Each connection
+ * feeds its bytes to the codec (workq-wire.ts) and runs the requests that come out one at
+ * a time, in order, writing exactly one reply each (§1). A blocking command holds up its
+ * own connection only.
+ *
+ * A Workq job is a pull message (queue/pull.ts) in the rq queue of its name: the client's
+ * UUID is its external id with server scope (unique across every queue and held until
+ * the job is removed, `queues/.ids/`), and its TTL is final (the result lives until it).
+ * The order of §7 is the pull order: priority, then rank (add and run jobs: below every
+ * instant; scheduled jobs: their time), then the sort key (created, to the microsecond,
+ * then the id). Max-attempts 0 ("unlimited") is stored as max_count 255, the hard cap of
+ * §6. A `run` job is ephemeral: removed once `run` has answered; its TTL (waits plus TTR
+ * plus a margin) removes it should this process die before that.
+ *
+ * What is this door's own: the names used only by `lease` (`config/workq.names`, one per
+ * line), the connection count, the start time, and the evicted count (the sum of the
+ * queue processes' counts, from this process's start on).
+ */
+import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { RqError } from '../domain/errors.js';
+import { abortableSleep } from '../lib/abortable-sleep.js';
+import { queueDirNames } from '../store/layout.js';
+import type { PublishInput, PulledJob, PullStats } from './pull-client.js';
+import type { ProtocolContext } from './servers.js';
+import {
+  NOT_FOUND,
+  OK,
+  TIMEOUT,
+  WorkqDecoder,
+  clientError,
+  inspectReply,
+  leaseReply,
+  resultReply,
+  serverError,
+  workqTime,
+  type InspectRequest,
+  type WireOptions,
+  type WorkqRequest,
+} from './workq-wire.js';
+
+const KEYS = ['port', 'addr', 'strict', 'strictUuidV4', 'strictTtlCap'] as const;
+/** Add and run jobs sort before every scheduled job of their priority (§7). */
+const UNSCHEDULED_RANK = Number.MIN_SAFE_INTEGER;
+/** Expiry instants past year 9999 are "never" (§4). */
+const LAST_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+/** Max-attempts 0: the hard cap of §6. */
+const ATTEMPT_CAP = 255;
+/** How long a `run` job outlives its waits, should its waiter die. */
+const RUN_MARGIN_MS = 60_000;
+/** Decoded commands a connection may have waiting before it stops reading. */
+const MAX_QUEUED = 1_000;
+
+/** Check the section's own keys; a bad one is an RQ_CONFIG error naming it. */
+export function parseWorkqSection(raw: Record<string, unknown>): WireOptions {
+  for (const key of Object.keys(raw)) {
+    if (!(KEYS as readonly string[]).includes(key)) throw new RqError('RQ_CONFIG', `Bad config file: "protocols.workq.${key}" is not a Workq key (known: ${KEYS.join(', ')})`);
+  }
+  const flag = (key: string): boolean => {
+    const v = raw[key] ?? false;
+    if (typeof v !== 'boolean') throw new RqError('RQ_CONFIG', `Bad config file: "protocols.workq.${key}" must be true or false, got ${JSON.stringify(v)}`);
+    return v;
+  };
+  const strict = flag('strict');
+  return { strictUuidV4: strict || flag('strictUuidV4'), strictTtlCap: strict || flag('strictTtlCap') };
+}
+
+/** The sort key after rank: created (µs, fixed width), then the id (§7). */
+function sortKey(id: string): string {
+  const micros = Math.round((performance.timeOrigin + performance.now()) * 1000);
+  return `${String(micros).padStart(17, '0')} ${id}`;
+}
+
+/** §5.9's job state: 0 NEW, 1 COMPLETED, 2 FAILED, 3 PENDING, 4 LEASED. */
+function stateNumber(job: PulledJob): number {
+  if (job.state === 'run') return 4;
+  if (job.state === 'done') return job.success === false ? 2 : 1;
+  if (job.state === 'err') return 2;
+  return job.count > 0 || job.fails > 0 ? 3 : 0;
+}
+
+function jobRecord(job: PulledJob): { label: string; pairs: Array<readonly [string, string | number | Buffer]> } {
+  const payload = Buffer.from(job.payload ?? '', 'base64');
+  const pairs: Array<readonly [string, string | number | Buffer]> = [
+    ['name', job.queue],
+    ['ttr', job.ttr_ms ?? 0],
+    ['ttl', job.ephemeral ? '0' : (job.ttl ?? '0')],
+    ['payload-size', payload.length],
+    ['payload', payload],
+    ['max-attempts', job.max_count >= ATTEMPT_CAP ? 0 : job.max_count],
+    ['attempts', job.count],
+    ['max-fails', job.max_fails],
+    ['fails', job.fails],
+    ['priority', job.priority],
+    ['state', stateNumber(job)],
+    ['created', workqTime(job.created_ms)],
+  ];
+  if (job.scheduled_at !== null) pairs.push(['time', workqTime(job.scheduled_at)]);
+  return { label: job.ext_id ?? job.id, pairs };
+}
+
+/** The evicted count of §5.9, from this door's start: the queue processes' counts, carried over their restarts. */
+class EvictedCount {
+  private readonly since: number;
+  private readonly seen = new Map<string, { started: number; evicted: number; base: number }>();
+  private carried = 0;
+
+  constructor(since: number) {
+    this.since = since;
+  }
+
+  note(queue: string, s: PullStats): void {
+    const prev = this.seen.get(queue);
+    if (prev && prev.started === s.started) {
+      prev.evicted = s.evicted;
+      return;
+    }
+    if (prev) this.carried += prev.evicted - prev.base;
+    // A process older than this door: what it counted before is not ours.
+    this.seen.set(queue, { started: s.started, evicted: s.evicted, base: !prev && s.started < this.since ? s.evicted : 0 });
+  }
+
+  get total(): number {
+    let n = this.carried;
+    for (const q of this.seen.values()) n += q.evicted - q.base;
+    return n;
+  }
+}
+
+export function workqServer(ctx: ProtocolContext): net.Server {
+  const options = parseWorkqSection(ctx.section.raw);
+  const { client, log } = ctx;
+  const started = Date.now();
+  const namesFile = path.join(ctx.root.configDir, 'workq.names');
+  const leaseNames = new Set(readNames(namesFile));
+  /** Fired with a queue's name when this door made it (a waiting lease may want it). */
+  const made = new EventEmitter();
+  made.setMaxListeners(0);
+  const evicted = new EvictedCount(started);
+  let clients = 0;
+
+  const known = (name: string): boolean => client.exists(name) || leaseNames.has(name);
+
+  const allNames = (): string[] => [...new Set([...queueDirNames(ctx.root), ...leaseNames])].sort();
+
+  const stats = async (name: string): Promise<PullStats> => {
+    const s = await client.stats(name);
+    if (client.exists(name)) evicted.note(name, s);
+    return s;
+  };
+
+  // What the queue processes counted before this door started is not ours.
+  void Promise.all(queueDirNames(ctx.root).map((q) => stats(q).catch(() => undefined)));
+
+  const publish = async (name: string, id: string, input: Omit<PublishInput, 'src'>): Promise<void> => {
+    const isNew = !client.exists(name);
+    await client.publish(name, { src: 'workq', ext_id: id, ext_scope: 'server', ttl_final: true, requeue: 'place', sort_key: sortKey(id), ...input });
+    if (isNew) made.emit('queue', name);
+  };
+
+  /** A job by its UUID: its queue and short id. */
+  const find = (id: string): { queue: string; id: string } => {
+    const target = client.findServerId(id);
+    if (target === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    return target;
+  };
+
+  const expiry = (from: number, ttl: bigint): number | undefined => {
+    const at = from + Number(ttl);
+    return at > LAST_INSTANT ? undefined : at;
+  };
+
+  /** §5.4: the first job ready in any of the names, waiting up to `waitMs`; names made meanwhile join the wait. */
+  const lease = async (names: string[], waitMs: number, gone: AbortSignal): Promise<Buffer> => {
+    const fresh = names.filter((n) => !known(n));
+    if (fresh.length > 0) {
+      for (const n of fresh) leaseNames.add(n);
+      fs.appendFileSync(namesFile, fresh.map((n) => `${n}\n`).join(''));
+    }
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      // No queue has precedence (§8): the order of the names is shuffled.
+      const existing = shuffle(names.filter((n) => client.exists(n)));
+      const missing = new Set(names.filter((n) => !client.exists(n)));
+      const turn = new AbortController();
+      const onGone = (): void => turn.abort();
+      const onMade = (name: string): void => {
+        if (missing.has(name)) turn.abort();
+      };
+      gone.addEventListener('abort', onGone);
+      made.on('queue', onMade);
+      let jobs: PulledJob[] = [];
+      try {
+        const left = Math.max(0, deadline - Date.now());
+        if (existing.length > 0) jobs = await client.lease(existing, { owner: 'workq', ttr_ms: undefined, count: 1, wait_ms: left, signal: turn.signal });
+        else await abortableSleep(left, turn.signal);
+      } finally {
+        gone.removeEventListener('abort', onGone);
+        made.off('queue', onMade);
+      }
+      const job = jobs[0];
+      if (job) return leaseReply(job.ext_id ?? job.id, job.queue, job.ttr_ms ?? 0, Buffer.from(job.payload ?? '', 'base64'));
+      if (gone.aborted || !turn.signal.aborted || Date.now() >= deadline) return TIMEOUT;
+    }
+  };
+
+  const inspect = async (req: InspectRequest): Promise<Buffer> => {
+    switch (req.what) {
+      case 'server':
+        await Promise.all(queueDirNames(ctx.root).map((q) => stats(q).catch(() => undefined)));
+        return inspectReply([
+          {
+            label: 'server',
+            pairs: [
+              ['active-clients', clients],
+              ['evicted-jobs', evicted.total],
+              ['started', workqTime(started)],
+            ],
+          },
+        ]);
+      case 'queues': {
+        const names = allNames().slice(req.offset, req.offset + req.limit);
+        const records = [];
+        for (const name of names) records.push(queueRecord(name, await stats(name)));
+        return inspectReply(records);
+      }
+      case 'queue':
+        if (!known(req.name)) return NOT_FOUND;
+        return inspectReply([queueRecord(req.name, await stats(req.name))]);
+      case 'jobs':
+      case 'scheduled-jobs': {
+        if (!known(req.name)) return NOT_FOUND;
+        const jobs = await client.list(req.name, req.what === 'jobs' ? 'ready' : 'delayed', req.offset, req.limit);
+        return inspectReply(jobs.map(jobRecord));
+      }
+      case 'job': {
+        const target = client.findServerId(req.id);
+        const job = target && (await client.peek(target.queue, target.id, { all: true }));
+        return job ? inspectReply([jobRecord(job)]) : NOT_FOUND;
+      }
+    }
+  };
+
+  const run = async (req: WorkqRequest, gone: AbortSignal): Promise<Buffer> => {
+    const now = Date.now();
+    switch (req.cmd) {
+      case 'add':
+      case 'schedule': {
+        const scheduled = req.cmd === 'schedule';
+        const from = scheduled ? req.timeMs : now;
+        const expiresAt = expiry(from, req.ttl);
+        await publish(req.name, req.id, {
+          payload: req.payload,
+          priority: req.priority,
+          rank: scheduled ? req.timeMs : UNSCHEDULED_RANK,
+          ttr_ms: req.ttrMs,
+          max_count: req.maxAttempts === 0 ? ATTEMPT_CAP : req.maxAttempts,
+          max_fails: req.maxFails,
+          ttl: req.ttl.toString(),
+          ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
+          ...(scheduled ? { due_at: req.timeMs, scheduled_at: req.timeMs } : {}),
+        });
+        return OK;
+      }
+      case 'run': {
+        await publish(req.name, req.id, {
+          payload: req.payload,
+          priority: req.priority,
+          rank: UNSCHEDULED_RANK,
+          ttr_ms: req.ttrMs,
+          max_count: ATTEMPT_CAP,
+          ephemeral: true,
+          expires_at: now + req.waitMs + req.ttrMs + RUN_MARGIN_MS,
+        });
+        try {
+          const r = await client.resultWait(req.name, req.id, now + req.waitMs, { leaseGrace: true, signal: gone });
+          return r ? resultReply(req.id, r.success, Buffer.from(r.result, 'base64')) : TIMEOUT;
+        } finally {
+          // Whatever the outcome, the job is gone once run has answered (§5.3).
+          await client.remove(req.name, req.id).catch((e: unknown) => {
+            if (!(e instanceof RqError && e.code === 'RQ_NOT_FOUND')) log.warn({ id: req.id, err: (e as Error).message }, 'cannot remove a run job; its TTL will');
+          });
+        }
+      }
+      case 'result': {
+        const target = find(req.id);
+        const r = await client.resultWait(target.queue, target.id, now + req.waitMs, { signal: gone });
+        return r ? resultReply(req.id, r.success, Buffer.from(r.result, 'base64')) : TIMEOUT;
+      }
+      case 'lease':
+        return lease(req.names, req.waitMs, gone);
+      case 'complete':
+      case 'fail': {
+        const target = find(req.id);
+        try {
+          await client.finish(target.queue, target.id, { success: req.cmd === 'complete', result: req.result, status: `${req.cmd === 'complete' ? 'completed' : 'failed'} via workq` });
+        } catch (e) {
+          if (e instanceof RqError && e.code === 'RQ_NOT_IN_STATE') return clientError('Duplicate result');
+          throw e;
+        }
+        return OK;
+      }
+      case 'delete': {
+        if (req.ignore) return OK;
+        const target = find(req.id);
+        await client.remove(target.queue, target.id);
+        return OK;
+      }
+      case 'inspect':
+        return inspect(req);
+    }
+  };
+
+  /** The one mapping from rq's errors to Workq replies (§3). */
+  const answer = async (req: WorkqRequest, gone: AbortSignal): Promise<Buffer> => {
+    try {
+      return await run(req, gone);
+    } catch (e) {
+      if (e instanceof RqError && e.code === 'RQ_NOT_FOUND') return NOT_FOUND;
+      if (e instanceof RqError && e.code === 'RQ_DUPLICATE') return clientError('Duplicate job');
+      log.error({ cmd: req.cmd, err: (e as Error).message }, 'workq command failed');
+      return serverError(oneLine((e as Error).message));
+    }
+  };
+
+  return net.createServer((socket) => {
+    clients++;
+    const decoder = new WorkqDecoder(options);
+    const gone = new AbortController();
+    const waiting: Array<ReturnType<WorkqDecoder['push']>[number]> = [];
+    let busy = false;
+    let closing = false;
+
+    const drain = async (): Promise<void> => {
+      if (busy) return;
+      busy = true;
+      while (waiting.length > 0 && !gone.signal.aborted) {
+        const item = waiting.shift()!;
+        if (socket.isPaused() && waiting.length < MAX_QUEUED / 2) socket.resume();
+        if ('close' in item) {
+          socket.destroy();
+          break;
+        }
+        socket.write('reply' in item ? item.reply : await answer(item.request, gone.signal));
+      }
+      busy = false;
+      if (closing && waiting.length === 0) socket.end();
+    };
+
+    socket.on('data', (chunk: Buffer) => {
+      waiting.push(...decoder.push(chunk));
+      if (waiting.length >= MAX_QUEUED) socket.pause();
+      void drain();
+    });
+    // EOF: answer what came whole; a command cut off in the middle is dropped (§1).
+    socket.on('end', () => {
+      closing = true;
+      if (!busy) void drain();
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clients--;
+      gone.abort();
+    });
+  });
+}
+
+function queueRecord(name: string, s: PullStats): { label: string; pairs: Array<readonly [string, number]> } {
+  return {
+    label: name,
+    pairs: [
+      ['ready-len', s.ready],
+      ['scheduled-len', s.delayed],
+    ],
+  };
+}
+
+function readNames(file: string): string[] {
+  try {
+    return fs.readFileSync(file, 'utf8').split('\n').filter((n) => n !== '');
+  } catch {
+    return [];
+  }
+}
+
+function shuffle<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/[\r\n]+/g, ' ');
+}
