@@ -84,7 +84,7 @@ export function isOk(reply: unknown): reply is ['ok', unknown] {
  * `null` when the socket refuses, closes early or answers garbage, as RQ's clients do.
  * A request over the framing's size limit is refused up front (an RQ_TOO_LARGE rejection).
  */
-export function rpcCall(socketPath: string, command: string, argument = '', timeoutMs = 30_000): Promise<unknown> {
+export function rpcCall(socketPath: string, command: string, argument = '', timeoutMs = 30_000, signal?: AbortSignal): Promise<unknown> {
   let packet: Buffer;
   try {
     packet = encodePacket(`${command} ${argument}`);
@@ -98,11 +98,16 @@ export function rpcCall(socketPath: string, command: string, argument = '', time
     const done = (value: unknown): void => {
       if (settled) return;
       settled = true;
+      signal?.removeEventListener('abort', onAbort);
       sock.destroy();
       resolve(value);
     };
+    const onAbort = (): void => done(null);
     const sock = net.createConnection(socketPath);
     sock.setTimeout(timeoutMs, () => done(null));
+    // The caller gave up (its own client left): closing the connection ends a wait in the queue process too.
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
     sock.on('connect', () => sock.write(packet));
     sock.on('data', (c: Buffer) => {
       received.push(c);

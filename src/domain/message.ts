@@ -50,6 +50,8 @@ export interface Message {
   max_fails?: number;
   /** The outcome of a finished message (its result is `attach/result`). */
   success?: boolean;
+  /** Workq's max-attempts as the client gave it (0: unlimited, which `max_count` 255 enforces), for display. */
+  max_attempts?: number;
   /** When a scheduled message was due (epoch ms), for display. */
   scheduled_at?: number;
   /** Removed once its result is read (a Workq `run` job). */

@@ -74,13 +74,16 @@ export interface PublishInput {
   scheduled_at?: number;
   /** Removed once its result is read; not counted as evicted by its TTL. */
   ephemeral?: boolean;
+  /** Workq's max-attempts as given, shown back (`max_count` is the rule). */
+  max_attempts?: number;
 }
 
 export interface LeaseOptions {
   /** Who holds the lease (shown on the dashboard): 'lmstfy', 'cloudq', 'rqms', 'workq'. */
   owner: string;
-  /** The lease ends after this many ms (TTR); null = never; undefined = each message's own `ttr_ms` (else never). */
+  /** The lease ends after this many ms (TTR); null = never; undefined = each message's own `ttr_ms`, else `default_ttr_ms`, else never. */
   ttr_ms: number | null | undefined;
+  default_ttr_ms?: number;
   /** At most this many messages (1..1000). */
   count: number;
   /** When none is ready: wait this long for one (one message then). 0 = do not wait. */
@@ -127,7 +130,7 @@ export class PullClient {
   constructor(root: RootLayout, log: Logger) {
     this.root = root;
     this.log = log;
-    this.serverIds = extIdIndex(queueLayout(root, '_').serverIdsDir);
+    this.serverIds = extIdIndex(root.serverIdsDir);
   }
 
   /** The queue and short id of the message holding a server-wide external id (`ext_scope` server), while it exists. */
@@ -153,12 +156,12 @@ export class PullClient {
    * One command, its `["ok", value]` unwrapped. A queue process that does not answer is
    * asked again for RETRY_MS (a restart), then RQ_UPSTREAM; `["fail", text, code]` throws.
    */
-  async call(queue: string, command: string, arg: Record<string, unknown>, timeoutMs = CALL_TIMEOUT_MS): Promise<unknown> {
+  async call(queue: string, command: string, arg: Record<string, unknown>, timeoutMs = CALL_TIMEOUT_MS, signal?: AbortSignal): Promise<unknown> {
     if (!isValidQueueName(queue)) throw new RqError('RQ_QUEUE_NOT_FOUND', `invalid queue name ${JSON.stringify(queue)}`);
     const socket = queueLayout(this.root, queue).socket;
     const until = Date.now() + RETRY_MS;
     for (;;) {
-      const reply = await rpcCall(socket, command, JSON.stringify(arg), timeoutMs);
+      const reply = await rpcCall(socket, command, JSON.stringify(arg), timeoutMs, signal);
       if (Array.isArray(reply) && reply[0] === 'ok') return reply[1];
       if (Array.isArray(reply) && reply[0] === 'fail') {
         const text = String(reply[1]);
@@ -166,7 +169,7 @@ export class PullClient {
         throw new RqError(isErrorCode(reply[2]) ? reply[2] : 'RQ_UPSTREAM', text);
       }
       if (reply !== null) throw new RqError('RQ_UPSTREAM', `queue ${queue} answered ${JSON.stringify(reply)}`);
-      if (Date.now() > until) throw new RqError('RQ_UPSTREAM', `queue ${queue} does not answer`);
+      if (Date.now() > until || signal?.aborted) throw new RqError('RQ_UPSTREAM', `queue ${queue} does not answer`);
       await sleep(100);
     }
   }
@@ -184,7 +187,7 @@ export class PullClient {
 
   /** Lease messages from the listed queues (see the file comment); [] when none came. */
   async lease(queues: readonly string[], o: LeaseOptions): Promise<PulledJob[]> {
-    const arg = { owner: o.owner, ttr_ms: o.ttr_ms };
+    const arg = { owner: o.owner, ttr_ms: o.ttr_ms, default_ttr_ms: o.default_ttr_ms };
     if (o.create) for (const q of queues) await this.ensure(q);
     const got: PulledJob[] = [];
     for (const q of queues) {
@@ -299,10 +302,11 @@ export class PullClient {
     for (;;) {
       const left = Math.max(0, deadline - Date.now());
       try {
-        return (await this.call(queue, 'result_wait', { ref, wait_ms: left, lease_grace: o.leaseGrace === true }, left + CALL_TIMEOUT_MS + DAY_MS)) as PullResult | null;
+        return (await this.call(queue, 'result_wait', { ref, wait_ms: left, lease_grace: o.leaseGrace === true }, left + CALL_TIMEOUT_MS + DAY_MS, o.signal)) as PullResult | null;
       } catch (e) {
+        if (o.signal?.aborted) return null;
         // The queue process went away mid-wait: ask the new one, with the time that is left.
-        if (!(e instanceof RqError && e.code === 'RQ_UPSTREAM') || o.signal?.aborted || Date.now() >= deadline + RETRY_MS) throw e;
+        if (!(e instanceof RqError && e.code === 'RQ_UPSTREAM') || Date.now() >= deadline + RETRY_MS) throw e;
       }
     }
   }

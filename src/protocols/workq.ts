@@ -37,6 +37,7 @@ import {
   resultReply,
   serverError,
   workqTime,
+  type Decoded,
   type InspectRequest,
   type WireOptions,
   type WorkqRequest,
@@ -53,6 +54,8 @@ const ATTEMPT_CAP = 255;
 const RUN_MARGIN_MS = 60_000;
 /** Decoded commands a connection may have waiting before it stops reading. */
 const MAX_QUEUED = 1_000;
+/** The TTR of a lease of a message that has none (one another front door made). */
+const DEFAULT_TTR_MS = 60_000;
 
 /** Check the section's own keys; a bad one is an RQ_CONFIG error naming it. */
 export function parseWorkqSection(raw: Record<string, unknown>): WireOptions {
@@ -90,7 +93,7 @@ function jobRecord(job: PulledJob): { label: string; pairs: Array<readonly [stri
     ['ttl', job.ephemeral ? '0' : (job.ttl ?? '0')],
     ['payload-size', payload.length],
     ['payload', payload],
-    ['max-attempts', job.max_count >= ATTEMPT_CAP ? 0 : job.max_count],
+    ['max-attempts', job.max_attempts ?? 0],
     ['attempts', job.count],
     ['max-fails', job.max_fails],
     ['fails', job.fails],
@@ -174,7 +177,9 @@ export function workqServer(ctx: ProtocolContext): net.Server {
   };
 
   /** §5.4: the first job ready in any of the names, waiting up to `waitMs`; names made meanwhile join the wait. */
-  const lease = async (names: string[], waitMs: number, gone: AbortSignal): Promise<Buffer> => {
+  const lease = async (names: string[], waitMs: number, clientGone: AbortSignal): Promise<Buffer> => {
+    // A poll takes a job even from a client that has sent its last byte (it may still read the reply).
+    const gone = waitMs > 0 ? clientGone : new AbortController().signal;
     const fresh = names.filter((n) => !known(n));
     if (fresh.length > 0) {
       for (const n of fresh) leaseNames.add(n);
@@ -190,12 +195,13 @@ export function workqServer(ctx: ProtocolContext): net.Server {
       const onMade = (name: string): void => {
         if (missing.has(name)) turn.abort();
       };
-      gone.addEventListener('abort', onGone);
+      if (gone.aborted) turn.abort();
+      else gone.addEventListener('abort', onGone);
       made.on('queue', onMade);
       let jobs: PulledJob[] = [];
       try {
         const left = Math.max(0, deadline - Date.now());
-        if (existing.length > 0) jobs = await client.lease(existing, { owner: 'workq', ttr_ms: undefined, count: 1, wait_ms: left, signal: turn.signal });
+        if (existing.length > 0) jobs = await client.lease(existing, { owner: 'workq', ttr_ms: undefined, default_ttr_ms: DEFAULT_TTR_MS, count: 1, wait_ms: left, signal: turn.signal });
         else await abortableSleep(left, turn.signal);
       } finally {
         gone.removeEventListener('abort', onGone);
@@ -233,7 +239,13 @@ export function workqServer(ctx: ProtocolContext): net.Server {
       case 'jobs':
       case 'scheduled-jobs': {
         if (!known(req.name)) return NOT_FOUND;
-        const jobs = await client.list(req.name, req.what === 'jobs' ? 'ready' : 'delayed', req.offset, req.limit);
+        // Listed without payloads (100 of 1 MiB would not fit one reply of the queue socket), then each with its own.
+        const listed = await client.list(req.name, req.what === 'jobs' ? 'ready' : 'delayed', req.offset, req.limit);
+        const jobs: PulledJob[] = [];
+        for (const job of listed) {
+          const full = await client.peek(req.name, job.id, { all: true });
+          if (full) jobs.push(full);
+        }
         return inspectReply(jobs.map(jobRecord));
       }
       case 'job': {
@@ -258,6 +270,7 @@ export function workqServer(ctx: ProtocolContext): net.Server {
           rank: scheduled ? req.timeMs : UNSCHEDULED_RANK,
           ttr_ms: req.ttrMs,
           max_count: req.maxAttempts === 0 ? ATTEMPT_CAP : req.maxAttempts,
+          max_attempts: req.maxAttempts,
           max_fails: req.maxFails,
           ttl: req.ttl.toString(),
           ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
@@ -326,43 +339,58 @@ export function workqServer(ctx: ProtocolContext): net.Server {
     }
   };
 
-  return net.createServer((socket) => {
+  // Half-open: a client that sends its commands and shuts its side still gets every reply.
+  return net.createServer({ allowHalfOpen: true }, (socket) => {
     clients++;
     const decoder = new WorkqDecoder(options);
+    /** Aborted when the client sent its last byte (or went): waits end, so no job is leased for nobody (§8). */
     const gone = new AbortController();
-    const waiting: Array<ReturnType<WorkqDecoder['push']>[number]> = [];
+    const waiting: Decoded[] = [];
     let busy = false;
-    let closing = false;
+    let ended = false;
+    let closed = false;
+
+    const write = async (reply: Buffer): Promise<void> => {
+      // Backpressure: a client that does not read its replies stops being served.
+      if (!socket.write(reply) && !closed) await new Promise((r) => (socket.once('drain', r), socket.once('close', r)));
+    };
 
     const drain = async (): Promise<void> => {
       if (busy) return;
       busy = true;
-      while (waiting.length > 0 && !gone.signal.aborted) {
+      while (waiting.length > 0 && !closed) {
         const item = waiting.shift()!;
         if (socket.isPaused() && waiting.length < MAX_QUEUED / 2) socket.resume();
         if ('close' in item) {
-          socket.destroy();
+          // §1: a framing violation closes the connection; the replies already written go first.
+          waiting.length = 0;
+          ended = true;
+          socket.pause();
           break;
         }
-        socket.write('reply' in item ? item.reply : await answer(item.request, gone.signal));
+        await write('reply' in item ? item.reply : await answer(item.request, gone.signal));
       }
       busy = false;
-      if (closing && waiting.length === 0) socket.end();
+      if (ended && waiting.length === 0) socket.end();
     };
 
     socket.on('data', (chunk: Buffer) => {
+      if (ended) return;
       waiting.push(...decoder.push(chunk));
       if (waiting.length >= MAX_QUEUED) socket.pause();
       void drain();
     });
-    // EOF: answer what came whole; a command cut off in the middle is dropped (§1).
+    // EOF: answer what came whole (blocking ones as polls); a command cut off in the middle is dropped (§1).
     socket.on('end', () => {
-      closing = true;
-      if (!busy) void drain();
+      if (decoder.pending > 0) log.debug({ bytes: decoder.pending }, 'workq client closed in the middle of a command');
+      ended = true;
+      gone.abort();
+      void drain();
     });
     socket.on('error', () => undefined);
     socket.on('close', () => {
       clients--;
+      closed = true;
       gone.abort();
     });
   });

@@ -10,7 +10,8 @@
  * instant. A message someone else deleted meanwhile is skipped, so counts stay exact.
  * So is a message the engine is still finishing (`isFinishing`): its rename into the
  * state is done, but the engine adds it to its counts only once the move is durable, and
- * forgetting it before that would leave a ghost in them. It goes at the next clean.
+ * forgetting it before that would leave a ghost in them. It goes at the next clean. A
+ * message whose own TTL holds in its final state (a Workq result) is left to that TTL.
  *
  * Messages are taken oldest first as retention.ts ages them: done and relayed by the
  * time in their ids (the store lists them in that order), err by the time each entered
@@ -78,6 +79,8 @@ export interface HousekeepingDeps {
   forget(state: CleanedState, id: string): void;
   /** The engine is still committing this message's move into its final state (it counts it once that is durable). */
   isFinishing(id: string): boolean;
+  /** The message's own TTL decides when it goes (a pull message's final TTL, pull.ts), not the cleaner's limits. */
+  keepsOwnTtl(state: CleanedState, id: string): boolean;
   /** The queue is admin DOWN, its flag files read again now. */
   isDown(): boolean;
 }
@@ -271,7 +274,7 @@ export class Housekeeping {
     walk: for await (const group of this.oldestFirst(state)) {
       for (const { id, sinceMs } of group.messages) {
         if (!isSelected(plan, progress, sinceMs)) break walk;
-        if (this.d.isFinishing(id)) continue;
+        if (this.d.isFinishing(id) || this.d.keepsOwnTtl(state, id)) continue;
         if (plan.bytesOver > 0) {
           const bytesOfMessage = await treeBytes(path.join(group.dir, id), seen);
           progress.freedBytes += bytesOfMessage;

@@ -35,8 +35,9 @@ import type { State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
 import type { RpcConnection } from '../client/rpc.js';
 import { emptyTrash } from '../store/disk-usage.js';
-import { EXT_ID_FILE, extIdIndex, markerContent, type ExtIdIndex } from '../store/ext-ids.js';
-import type { QueueLayout } from '../store/layout.js';
+import { isValidQueueName } from '../domain/names.js';
+import { EXT_ID_FILE, extIdIndex, markerContent, type ExtIdIndex, type ExtIdTarget } from '../store/ext-ids.js';
+import { queueLayout, type QueueLayout } from '../store/layout.js';
 import type { CreateOptions, MessageStore } from '../store/message-store.js';
 import { entryFromMessage, type QueEntry } from '../store/que-index.js';
 import type { QueList } from './que-list.js';
@@ -129,6 +130,8 @@ export interface PulledView {
   /** The TTL as given (ms, decimal); null when none was given. */
   ttl: string | null;
   ephemeral: boolean;
+  /** Workq's max-attempts as given; null when not given. */
+  max_attempts: number | null;
 }
 
 /** The states a message can be removed from by a pull command. */
@@ -144,9 +147,15 @@ export interface PullResult {
   result: string;
 }
 
-interface Waiter {
+/** Who leases, and for how long: `ttrMs`, else the message's own `ttr_ms`, else `defaultTtrMs`, else no end. */
+interface Lessee {
   owner: string;
   ttrMs: number | undefined;
+  defaultTtrMs: number | undefined;
+}
+
+interface Waiter {
+  who: Lessee;
   token: string | undefined;
   /** Out of the list, timer stopped, answered: true the first time, false after (already answered). */
   settle: (jobs: PulledView[]) => boolean;
@@ -234,6 +243,7 @@ interface PublishFields {
   maxFails: number | undefined;
   scheduledAt: number | undefined;
   ephemeral: boolean | undefined;
+  maxAttempts: number | undefined;
 }
 
 function publishFields(arg: Record<string, unknown>): PublishFields {
@@ -270,6 +280,7 @@ function publishFields(arg: Record<string, unknown>): PublishFields {
     maxFails: optNumber(arg, 'max_fails', { min: 0, integer: true }),
     scheduledAt: optInstant(arg, 'scheduled_at'),
     ephemeral: optBoolean(arg, 'ephemeral'),
+    maxAttempts: optNumber(arg, 'max_attempts', { min: 0, integer: true }),
   };
 }
 
@@ -293,6 +304,7 @@ function applyFields(msg: Message, f: PublishFields, now: number): void {
   set('max_fails', f.maxFails);
   set('scheduled_at', f.scheduledAt);
   set('ephemeral', f.ephemeral);
+  set('max_attempts', f.maxAttempts);
   msg.due = (f.dueAt ?? now + f.delayMs) / 1000;
   if (f.maxCount !== undefined) msg.max_count = f.maxCount;
 }
@@ -302,6 +314,12 @@ function isSpent(msg: Message): boolean {
   if (typeof msg.tries === 'number') return msg.tries <= 0;
   const max = msg.max_count ?? 15;
   return max > 0 && (msg.count ?? 0) >= max;
+}
+
+/** Has a message's TTL passed? (In done and err only when its TTL is final.) */
+function pastTtl(state: RemovableState, msg: Message): boolean {
+  const at = msg.expires_at;
+  return typeof at === 'number' && at <= Date.now() && (state === 'que' || state === 'run' || msg.ttl_final === true);
 }
 
 function leaseText(lease: Lease, msg: Message): string {
@@ -338,7 +356,7 @@ export class PullDesk {
   constructor(host: PullHost) {
     this.h = host;
     this.queueIds = extIdIndex(host.layout.idsDir);
-    this.serverIds = extIdIndex(host.layout.serverIdsDir);
+    this.serverIds = extIdIndex(host.layout.root.serverIdsDir);
   }
 
   // ───────────────────────────── start-up ─────────────────────────────
@@ -396,6 +414,15 @@ export class PullDesk {
     return this.busy.has(id);
   }
 
+  /** Does a finished message go at its own TTL (`ttl_final`), whatever the cleaner's limits? */
+  keepsOwnTtl(state: State, id: string): boolean {
+    try {
+      return this.h.store.readMsg(state, id).ttl_final === true;
+    } catch {
+      return false;
+    }
+  }
+
   /** A message left err by a path outside this module (an operator's delete or a clean). */
   forgetDead(id: string): void {
     this.dead.delete(id);
@@ -428,13 +455,14 @@ export class PullDesk {
     this.needPull();
     const owner = optString(arg, 'owner');
     if (owner === undefined || owner === '') throw bad("lacking 'owner' field");
-    // No TTR given: each message's own (`ttr_ms`), else none.
+    // No TTR given: each message's own (`ttr_ms`), else `default_ttr_ms`, else none.
     const ttrMs = optMs(arg, 'ttr_ms');
+    const defaultTtrMs = optMs(arg, 'default_ttr_ms');
     const count = optNumber(arg, 'count', { min: 1, integer: true }) ?? 1;
     if (count > MAX_LEASE_COUNT) throw bad(`'count' must be at most ${MAX_LEASE_COUNT}`);
     const waitMs = optMs(arg, 'wait_ms') ?? 0;
     const token = optString(arg, 'waiter');
-    return this.endDueLeases().then(() => this.leaseOrWait(owner, ttrMs, count, waitMs, token, conn));
+    return this.endDueLeases().then(() => this.leaseOrWait({ owner, ttrMs, defaultTtrMs }, count, waitMs, token, conn));
   }
 
   /**
@@ -447,15 +475,14 @@ export class PullDesk {
     await Promise.all(due.map(({ id }) => this.exclusive(id, () => this.endLease(id, 'expired')).catch(() => undefined)));
   }
 
-  private leaseOrWait(owner: string, ttrMs: number | undefined, count: number, waitMs: number, token: string | undefined, conn?: RpcConnection): Promise<PulledView[]> {
-    const taken = this.takeReady(owner, ttrMs, count);
+  private leaseOrWait(who: Lessee, count: number, waitMs: number, token: string | undefined, conn?: RpcConnection): Promise<PulledView[]> {
+    const taken = this.takeReady(who, count);
     if (taken.length > 0 || waitMs === 0) return this.leased(taken);
     if (token !== undefined && this.cancelled.has(token)) return Promise.resolve([]);
     return new Promise((resolve) => {
       let settled = false;
       const w: Waiter = {
-        owner,
-        ttrMs,
+        who,
         token,
         gone: false,
         timer: undefined,
@@ -496,7 +523,7 @@ export class PullDesk {
   wake(): void {
     while (this.waiters.length > 0 && this.h.isUp()) {
       const w = this.waiters[0]!;
-      const taken = this.takeReady(w.owner, w.ttrMs, 1);
+      const taken = this.takeReady(w.who, 1);
       if (taken.length === 0) return;
       // Out of the list with its time limit stopped: from here only the lease answers it.
       this.waiters.shift();
@@ -520,7 +547,7 @@ export class PullDesk {
   }
 
   /** Start leases of up to `count` ready messages: taken out of the list at once, each committed in turn. */
-  private takeReady(owner: string, ttrMs: number | undefined, count: number): Array<Promise<PulledView>> {
+  private takeReady(who: Lessee, count: number): Array<Promise<PulledView>> {
     const out: Array<Promise<PulledView>> = [];
     if (!this.h.isUp()) return out;
     const now = Date.now();
@@ -533,13 +560,13 @@ export class PullDesk {
     }
     for (const e of picked) {
       this.h.que.remove(e.id);
-      out.push(this.exclusive(e.id, () => this.leaseOne(e, owner, ttrMs)));
+      out.push(this.exclusive(e.id, () => this.leaseOne(e, who)));
     }
     return out;
   }
 
   /** que → run for a lease; `entry` is already out of the list (back in it if the commit fails). */
-  private async leaseOne(entry: QueEntry, owner: string, ttrMs: number | undefined): Promise<PulledView> {
+  private async leaseOne(entry: QueEntry, { owner, ttrMs, defaultTtrMs }: Lessee): Promise<PulledView> {
     const { store, que } = this.h;
     let msg: Message;
     try {
@@ -554,7 +581,7 @@ export class PullDesk {
       throw e;
     }
     const now = Date.now();
-    const ttr = ttrMs ?? (typeof msg.ttr_ms === 'number' ? msg.ttr_ms : null);
+    const ttr = ttrMs ?? (typeof msg.ttr_ms === 'number' ? msg.ttr_ms : (defaultTtrMs ?? null));
     const lease: Lease = { owner, at: now, until: ttr === null ? null : now + ttr };
     msg.count = (msg.count ?? 0) + 1;
     if (typeof msg.tries === 'number') msg.tries -= 1;
@@ -704,8 +731,8 @@ export class PullDesk {
         if (dueMs(msg) > now) msg.due = now / 1000;
         let entry: QueEntry;
         if (state === 'run') {
-          this.forgetLease(id);
           entry = await this.h.store.enqueue(id, 'run', { msg });
+          this.forgetLease(id);
           this.h.runs.delete(id);
         } else {
           await this.h.store.rewrite('que', id, { msg });
@@ -756,7 +783,13 @@ export class PullDesk {
               const timeUp = (): void => {
                 const until = grace ? this.h.runs.get(id)?.msg.lease?.until : undefined;
                 grace = false;
-                if (typeof until === 'number' && until > Date.now()) timer = setTimeout(timeUp, Math.min(until - Date.now(), MAX_TIMER_MS));
+                if (typeof until === 'number' && until > Date.now()) {
+                  timer = setTimeout(timeUp, Math.min(until - Date.now(), MAX_TIMER_MS));
+                  return;
+                }
+                // A finish committing right now answers this wait: let it first.
+                const changing = this.busy.get(id);
+                if (changing) void changing.then(() => answer(null));
                 else answer(null);
               };
               waiters.add(answer);
@@ -773,12 +806,13 @@ export class PullDesk {
     const id = this.resolve(refOf(arg));
     return this.exclusive(id, async () => {
       const state = this.h.stateOf(id);
+      this.live(state, id);
       if (!isRemovable(state) || !this.discard(state, id)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
       return { id };
     });
   }
 
-  /** list: ready (in lease order) or delayed messages (in the same order), from `offset`, at most `limit`. */
+  /** list: ready (in lease order) or delayed messages (in the same order), from `offset`, at most `limit`; without payloads (peek has them). */
   list(arg: Record<string, unknown>): PulledView[] {
     const which = arg['which'];
     if (which !== 'ready' && which !== 'delayed') throw bad(`'which' must be "ready" or "delayed", got ${JSON.stringify(which)}`);
@@ -794,7 +828,7 @@ export class PullDesk {
         continue;
       }
       try {
-        out.push(this.view('que', this.h.store.readMsg('que', e.id)));
+        out.push(this.view('que', this.h.store.readMsg('que', e.id), false));
       } catch {
         // taken meanwhile
       }
@@ -822,10 +856,8 @@ export class PullDesk {
     if (id === undefined || !isRemovable(state) || (state === 'done' && arg['all'] !== true)) return null;
     try {
       const msg = this.current(state, id);
-      const at = msg.expires_at;
       // Past its TTL, its timer not yet run: gone already for a reader.
-      if (typeof at === 'number' && at <= Date.now() && (state === 'que' || state === 'run' || msg.ttl_final === true)) return null;
-      return this.view(state, msg);
+      return pastTtl(state, msg) ? null : this.view(state, msg);
     } catch {
       return null;
     }
@@ -950,7 +982,7 @@ export class PullDesk {
                 content: markerContent(this.h.name, msg.msg_id, extId),
                 dir: index.dir,
                 claim: (file) => {
-                  if (!index.claim(extId, file)) {
+                  if (!index.claim(extId, file, (held) => this.stillHolds(held, f.extScope))) {
                     const where = f.extScope === 'server' ? 'this server' : `queue ${this.h.name}`;
                     throw new RqError('RQ_DUPLICATE', `a message with id ${extId} is already in ${where}`);
                   }
@@ -974,15 +1006,25 @@ export class PullDesk {
    * the server's (held until removal), else not done (an ack lets a queue's id go).
    */
   private findExt(extId: string): string | undefined {
-    for (const index of [this.queueIds, this.serverIds]) {
+    for (const [index, scope] of [[this.queueIds, undefined], [this.serverIds, 'server']] as const) {
       const target = index.lookup(extId);
-      if (target === undefined || target.queue !== this.h.name || !isSafeId(target.id)) continue;
-      if (this.creating.has(target.id)) return target.id; // claimed, not committed yet
-      const state = this.h.stateOf(target.id);
-      if (state === undefined || state === 'relayed' || (state === 'done' && index === this.queueIds)) continue;
-      return target.id;
+      if (target !== undefined && target.queue === this.h.name && this.stillHolds(target, scope)) return target.id;
     }
     return undefined;
+  }
+
+  /**
+   * Does the message an index entry names still hold its id? One of this queue: while it
+   * is being made or changed, or is there (not done, for a queue-scope id). One of another
+   * queue (server scope): the link count says its marker is there (maybe in a message being
+   * made), so while that queue is (a deleted queue's directory is renamed away).
+   */
+  private stillHolds(held: ExtIdTarget, scope: 'server' | undefined): boolean {
+    if (!isSafeId(held.id)) return false;
+    if (held.queue !== this.h.name) return scope === 'server' && isValidQueueName(held.queue) && fs.existsSync(queueLayout(this.h.layout.root, held.queue).dir);
+    if (this.creating.has(held.id) || this.busy.has(held.id)) return true;
+    const state = this.h.stateOf(held.id);
+    return state !== undefined && state !== 'relayed' && (state !== 'done' || scope === 'server');
   }
 
   /** An external id, else a short id. */
@@ -1055,9 +1097,10 @@ export class PullDesk {
     } catch {
       msg = undefined;
     }
-    if (msg) this.forgetExtId(state, msg);
     if (!this.h.store.discard(state, id)) return false;
     this.left(state, id);
+    // After the rename: a crash before it keeps the message and its entry together.
+    if (typeof msg?.ext_id === 'string') this.indexOf(msg.ext_scope).release(msg.ext_id, path.join(this.h.layout.trashEntry(state, id), EXT_ID_FILE));
     this.trashTimer ??= setTimeout(() => {
       this.trashTimer = undefined;
       emptyTrash(this.h.layout).catch((e: unknown) => this.h.log.warn({ err: coerceError(e).message }, 'cannot empty the trash'));
@@ -1148,18 +1191,17 @@ export class PullDesk {
 
   /** A message whose TTL has passed (its timer not yet run) is removed now: the lazy check of reads. Returns whether it was. */
   private expiredNow(state: RemovableState, msg: Message): boolean {
-    const at = msg.expires_at;
-    if (typeof at !== 'number' || at > Date.now() || ((state === 'done' || state === 'err') && msg.ttl_final !== true)) return false;
+    if (!pastTtl(state, msg)) return false;
     if (!this.discard(state, msg.msg_id)) return false;
     if ((state === 'que' || state === 'run') && msg.ephemeral !== true) this.evicted++;
     return true;
   }
 
   /** What the pull commands show of a message. */
-  private view(state: State, msg: Message): PulledView {
+  private view(state: State, msg: Message, withPayload = true): PulledView {
     let payload: string | null = null;
     try {
-      payload = fs.readFileSync(path.join(this.h.layout.msgDir(state, msg.msg_id), 'attach', PAYLOAD)).toString('base64');
+      if (withPayload) payload = fs.readFileSync(path.join(this.h.layout.msgDir(state, msg.msg_id), 'attach', PAYLOAD)).toString('base64');
     } catch {
       // no payload: an RQ-native message
     }
@@ -1188,6 +1230,7 @@ export class PullDesk {
       scheduled_at: typeof msg.scheduled_at === 'number' ? msg.scheduled_at : null,
       ttl: typeof msg.ttl === 'string' ? msg.ttl : null,
       ephemeral: msg.ephemeral === true,
+      max_attempts: typeof msg.max_attempts === 'number' ? msg.max_attempts : null,
     };
   }
 }

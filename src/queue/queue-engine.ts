@@ -247,6 +247,7 @@ export class QueueEngine {
       },
       // A run leaves `run` (finishRun's finally) only after its final state counts it.
       isFinishing: (id) => this.run.has(id),
+      keepsOwnTtl: (state, id) => this.isPull() && this.pull.keepsOwnTtl(state, id),
       isDown: () => {
         this.refreshFlags();
         return this.admin === 'DOWN';

@@ -12,7 +12,9 @@
  * - the link count says whether the message still exists: renames between states keep
  *   the inode, and once the message directory is deleted (by rq, an operator or the
  *   cleaner) the entry is the file's only name (`nlink` 1) and is stale. A stale entry
- *   reads as absent and a new claim replaces it.
+ *   reads as absent and a new claim replaces it. So does an entry whose message the
+ *   claimer's `isLive` rejects (a queue-scope id of a done message, or a message of a
+ *   deleted queue), and a symlink (the index of rq before this one).
  *
  * Two scopes use it: a pull queue's own `queues/<q>/ids/` (unique in the queue) and the
  * server's `queues/.ids/` (unique across every queue: Workq). The link is made before
@@ -24,6 +26,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { RqError, errnoCode } from '../domain/errors.js';
+import { lstatOrUndefinedSync } from './if-present.js';
 
 /** The file in a message's directory that index entries link to. */
 export const EXT_ID_FILE = 'ext_id';
@@ -59,13 +62,9 @@ function readMarker(file: string): Marker | undefined {
   }
 }
 
-function statOrUndefined(file: string): fs.Stats | undefined {
-  try {
-    return fs.statSync(file);
-  } catch (e) {
-    if (errnoCode(e) === 'ENOENT') return undefined;
-    throw e;
-  }
+/** An entry that may name a live message: a file with another name (its marker). */
+function linked(st: fs.Stats | undefined): st is fs.Stats {
+  return st !== undefined && st.isFile() && st.nlink >= 2;
 }
 
 let seq = 0;
@@ -73,9 +72,12 @@ let seq = 0;
 export interface ExtIdIndex {
   /** The message holding `extId`, while it exists; undefined when none (or the entry is stale). */
   lookup(extId: string): ExtIdTarget | undefined;
-  /** Link `extId` to the marker file `marker`. False when a message that exists holds it. */
-  claim(extId: string, marker: string): boolean;
-  /** Remove the entry if it is `marker`'s (the message lets its id go). */
+  /**
+   * Link `extId` to the marker file `marker`. False when a message that exists holds it
+   * and `isLive` says it still holds it (true for server scope: held until removal).
+   */
+  claim(extId: string, marker: string, isLive: (held: ExtIdTarget) => boolean): boolean;
+  /** Remove the entry if it is `marker`'s (the message lets its id go; `marker` may be in the trash by now). */
   release(extId: string, marker: string): void;
   /** The index directory, to fsync with a commit that claimed. */
   readonly dir: string;
@@ -92,7 +94,7 @@ export function extIdIndex(dir: string): ExtIdIndex {
       if (errnoCode(e) === 'ENOENT') return true;
       throw e;
     }
-    const took = fs.statSync(aside);
+    const took = fs.lstatSync(aside);
     if (took.ino !== stale.ino) {
       // Another claim replaced the stale entry between our stat and rename: put its entry back.
       try {
@@ -110,12 +112,11 @@ export function extIdIndex(dir: string): ExtIdIndex {
     dir,
     lookup(extId) {
       const f = file(extId);
-      const st = statOrUndefined(f);
-      if (st === undefined || st.nlink < 2) return undefined;
+      if (!linked(lstatOrUndefinedSync(f))) return undefined;
       const m = readMarker(f);
       return m !== undefined && m.ext_id === extId ? { queue: m.queue, id: m.id } : undefined;
     },
-    claim(extId, marker) {
+    claim(extId, marker, isLive) {
       const f = file(extId);
       for (let attempt = 0; attempt < 5; attempt++) {
         try {
@@ -130,17 +131,18 @@ export function extIdIndex(dir: string): ExtIdIndex {
           if (code === 'EXDEV') throw new RqError('RQ_IO', `external ids need the queue on the same filesystem as ${dir}`, { cause: e });
           if (code !== 'EEXIST') throw e;
         }
-        const st = statOrUndefined(f);
+        const st = lstatOrUndefinedSync(f);
         if (st === undefined) continue;
-        if (st.nlink >= 2) return false;
+        const m = linked(st) ? readMarker(f) : undefined;
+        if (linked(st) && (m === undefined || m.ext_id !== extId || isLive(m))) return false;
         if (!clearStale(f, st)) return false;
       }
       return false;
     },
     release(extId, marker) {
       const f = file(extId);
-      const entry = statOrUndefined(f);
-      const mine = statOrUndefined(marker);
+      const entry = lstatOrUndefinedSync(f);
+      const mine = lstatOrUndefinedSync(marker);
       if (entry !== undefined && mine !== undefined && entry.ino === mine.ino && entry.dev === mine.dev) fs.rmSync(f, { force: true });
     },
   };

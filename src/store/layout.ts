@@ -27,6 +27,8 @@ export interface RootLayout {
   mgrSocket: string;
   /** rq-mgr's log when it runs as a daemon. */
   logFile: string;
+  /** The external ids unique across the server (ext-ids.ts). */
+  serverIdsDir: string;
 }
 
 export function rootLayout(root: string): RootLayout {
@@ -38,10 +40,12 @@ export function rootLayout(root: string): RootLayout {
     mgrPidFile: path.join(root, 'config', 'queuemgr.pid'),
     mgrSocket: path.join(root, 'config', 'queuemgr.sock'),
     logFile: path.join(root, 'log', 'rq.log'),
+    serverIdsDir: path.join(root, 'queues', '.ids'),
   };
 }
 
 export interface QueueLayout {
+  root: RootLayout;
   name: string;
   dir: string;
   configFile: string;
@@ -53,13 +57,13 @@ export interface QueueLayout {
   cronFile: string;
   /** A pull queue's external ids, unique in the queue (ext-ids.ts). */
   idsDir: string;
-  /** The external ids unique across the server, `queues/.ids` (ext-ids.ts). */
-  serverIdsDir: string;
   /**
    * Messages a clean has taken out of their state, named `<state>.<id>`, until their
    * files are deleted (message-store.ts `discard`, disk-usage.ts `emptyTrash`).
    */
   trashDir: string;
+  /** Where `discard` puts a message: `<trashDir>/<state>.<id>`. */
+  trashEntry: (state: State, id: string) => string;
   downFlag: string;
   pauseFlag: string;
   stateDir(state: State): string;
@@ -100,6 +104,7 @@ function relMsgPath(state: State, id: string): string {
 export function queueLayout(root: RootLayout, name: string): QueueLayout {
   const dir = path.join(root.queuesDir, name);
   return {
+    root,
     name,
     dir,
     configFile: path.join(dir, 'config.json'),
@@ -108,8 +113,8 @@ export function queueLayout(root: RootLayout, name: string): QueueLayout {
     indexFile: path.join(dir, 'que.index'),
     cronFile: path.join(dir, 'cron.json'),
     idsDir: path.join(dir, 'ids'),
-    serverIdsDir: path.join(root.queuesDir, '.ids'),
     trashDir: path.join(dir, '.trash'),
+    trashEntry: (state, id) => path.join(dir, '.trash', `${state}.${id}`),
     downFlag: path.join(root.configDir, fittedFileName(name, '.down')),
     pauseFlag: path.join(root.configDir, fittedFileName(name, '.pause')),
     stateDir: (state) => path.join(dir, state),

@@ -286,12 +286,18 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
         throw e;
       }
       const entry = to === 'que' ? entryFromMessage(msg) : undefined;
-      await committer.commit({
-        fsyncFds: fds,
-        ...(entry ? { journal: journalLine(entry) } : {}),
-        renames: [[tmpDir, q.msgDir(to, msg.msg_id)]],
-        syncDirs,
-      });
+      try {
+        await committer.commit({
+          fsyncFds: fds,
+          ...(entry ? { journal: journalLine(entry) } : {}),
+          renames: [[tmpDir, q.msgDir(to, msg.msg_id)]],
+          syncDirs,
+        });
+      } catch (e) {
+        // Not made: nothing half-made stays (an external id it claimed is free again).
+        fs.rmSync(tmpDir, { recursive: true, force: true });
+        throw e;
+      }
       return entry ? { msg, entry } : { msg };
     },
 
@@ -410,7 +416,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
 
     discard(state, id) {
       const from = q.msgDir(state, id);
-      const to = path.join(q.trashDir, `${state}.${id}`);
+      const to = q.trashEntry(state, id);
       try {
         fs.renameSync(from, to);
         return true;
