@@ -64,6 +64,23 @@ async function untilListening(url: string): Promise<void> {
   throw new Error(`${url} does not answer`);
 }
 
+/** Print and tabulate a latency figure (p50/p99 of `lat`, ms) next to the p50 of its bare counterpart. */
+export function latencyRow(h: PullBenchHelpers, label: { figure: string; what: string; bare: string }, lat: number[], bareLat: number[]): void {
+  lat.sort((a, b) => a - b);
+  bareLat.sort((a, b) => a - b);
+  const [p50, p99] = [h.percentile(lat, 50), h.percentile(lat, 99)];
+  const bareP50 = h.percentile(bareLat, 50);
+  h.show(`${label.what} p50 / p99`, `${p50.toFixed(2)} / ${p99.toFixed(2)} ms`);
+  h.show(`${label.bare} p50`, `${bareP50.toFixed(2)} ms`);
+  h.addRow({
+    figure: label.figure,
+    measured: `p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms`,
+    limit: `${label.bare} p50 ${bareP50.toFixed(2)} ms`,
+    goal: '(info)',
+    verdict: '-',
+  });
+}
+
 export async function figurePull(h: PullBenchHelpers): Promise<void> {
   const jobs = h.quick ? 400 : 6_000;
   const samples = h.quick ? 30 : 300;
@@ -139,19 +156,7 @@ export async function figurePull(h: PullBenchHelpers): Promise<void> {
         bareLat.push(performance.now() - b0);
       }
     }
-    lat.sort((a, b) => a - b);
-    bareLat.sort((a, b) => a - b);
-    const [p50, p99] = [h.percentile(lat, 50), h.percentile(lat, 99)];
-    const bareP50 = h.percentile(bareLat, 50);
-    h.show('publish -> consume p50 / p99', `${p50.toFixed(2)} / ${p99.toFixed(2)} ms`);
-    h.show('bare HTTP GET p50', `${bareP50.toFixed(2)} ms`);
-    h.addRow({
-      figure: '5b. publish -> consume latency',
-      measured: `p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms`,
-      limit: `bare HTTP GET p50 ${bareP50.toFixed(2)} ms`,
-      goal: '(info)',
-      verdict: '-',
-    });
+    latencyRow(h, { figure: '5b. publish -> consume latency', what: 'publish -> consume', bare: 'bare HTTP GET' }, lat, bareLat);
   } finally {
     rqMgr(root, 'stop');
   }

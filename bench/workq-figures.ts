@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import { rootLayout } from '../src/store/layout.js';
-import { freePort, rqMgr, type PullBenchHelpers } from './pull-figures.js';
+import { freePort, latencyRow, rqMgr, type PullBenchHelpers } from './pull-figures.js';
 
 const CONNECTIONS = 16;
 
@@ -148,19 +148,7 @@ export async function figureWorkq(h: PullBenchHelpers): Promise<void> {
     stopping = true;
     expect(await client.ask(`add ${randomUUID()} rt 60000 600000 4\r\nstop\r\n`), '+OK', 'add');
     await serve;
-    lat.sort((a, b) => a - b);
-    bareLat.sort((a, b) => a - b);
-    const [p50, p99] = [h.percentile(lat, 50), h.percentile(lat, 99)];
-    const bareP50 = h.percentile(bareLat, 50);
-    h.show('run round trip p50 / p99', `${p50.toFixed(2)} / ${p99.toFixed(2)} ms`);
-    h.show('bare Workq round trip p50', `${bareP50.toFixed(2)} ms`);
-    h.addRow({
-      figure: '6b. run round trip',
-      measured: `p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms`,
-      limit: `bare Workq round trip p50 ${bareP50.toFixed(2)} ms`,
-      goal: '(info)',
-      verdict: '-',
-    });
+    latencyRow(h, { figure: '6b. run round trip', what: 'run round trip', bare: 'bare Workq round trip' }, lat, bareLat);
   } finally {
     for (const c of conns) c.close();
     rqMgr(root, 'stop');

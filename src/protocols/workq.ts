@@ -80,7 +80,7 @@ function sortKey(id: string): string {
 /** §5.9's job state: 0 NEW, 1 COMPLETED, 2 FAILED, 3 PENDING, 4 LEASED. */
 function stateNumber(job: PulledJob): number {
   if (job.state === 'run') return 4;
-  if (job.state === 'done') return job.success === false ? 2 : 1;
+  if (job.state === 'done') return 1;
   if (job.state === 'err') return 2;
   return job.count > 0 || job.fails > 0 ? 3 : 0;
 }
@@ -90,7 +90,7 @@ function jobRecord(job: PulledJob): { label: string; pairs: Array<readonly [stri
   const pairs: Array<readonly [string, string | number | Buffer]> = [
     ['name', job.queue],
     ['ttr', job.ttr_ms ?? 0],
-    ['ttl', job.ephemeral ? '0' : (job.ttl ?? '0')],
+    ['ttl', job.ttl ?? '0'],
     ['payload-size', payload.length],
     ['payload', payload],
     ['max-attempts', job.max_attempts ?? 0],
@@ -151,7 +151,8 @@ export function workqServer(ctx: ProtocolContext): net.Server {
 
   const stats = async (name: string): Promise<PullStats> => {
     const s = await client.stats(name);
-    if (client.exists(name)) evicted.note(name, s);
+    // A name used only by lease has no process (started 0) to count for.
+    if (s.started > 0) evicted.note(name, s);
     return s;
   };
 
@@ -188,8 +189,8 @@ export function workqServer(ctx: ProtocolContext): net.Server {
     const deadline = Date.now() + waitMs;
     for (;;) {
       // No queue has precedence (§8): the order of the names is shuffled.
-      const existing = shuffle(names.filter((n) => client.exists(n)));
       const missing = new Set(names.filter((n) => !client.exists(n)));
+      const existing = shuffle(names.filter((n) => !missing.has(n)));
       const turn = new AbortController();
       const onGone = (): void => turn.abort();
       const onMade = (name: string): void => {
@@ -352,7 +353,16 @@ export function workqServer(ctx: ProtocolContext): net.Server {
 
     const write = async (reply: Buffer): Promise<void> => {
       // Backpressure: a client that does not read its replies stops being served.
-      if (!socket.write(reply) && !closed) await new Promise((r) => (socket.once('drain', r), socket.once('close', r)));
+      if (socket.write(reply) || closed) return;
+      await new Promise<void>((resolve) => {
+        const go = (): void => {
+          socket.off('drain', go);
+          socket.off('close', go);
+          resolve();
+        };
+        socket.on('drain', go);
+        socket.on('close', go);
+      });
     };
 
     const drain = async (): Promise<void> => {

@@ -38,7 +38,7 @@ import { emptyTrash } from '../store/disk-usage.js';
 import { isValidQueueName } from '../domain/names.js';
 import { EXT_ID_FILE, extIdIndex, markerContent, type ExtIdIndex, type ExtIdTarget } from '../store/ext-ids.js';
 import { queueLayout, type QueueLayout } from '../store/layout.js';
-import type { CreateOptions, MessageStore } from '../store/message-store.js';
+import type { CreateOptions, MessageStore, MoveOptions } from '../store/message-store.js';
 import { entryFromMessage, type QueEntry } from '../store/que-index.js';
 import type { QueList } from './que-list.js';
 import { MAX_TIMER_MS, Timetable } from './timetable.js';
@@ -129,7 +129,6 @@ export interface PulledView {
   scheduled_at: number | null;
   /** The TTL as given (ms, decimal); null when none was given. */
   ttl: string | null;
-  ephemeral: boolean;
   /** Workq's max-attempts as given; null when not given. */
   max_attempts: number | null;
 }
@@ -689,13 +688,7 @@ export class PullDesk {
         delete msg.lease;
         delete msg.dead;
         delete msg.dead_at;
-        const files = f.payload ? { [PAYLOAD]: f.payload } : {};
-        if (state === 'que') await this.h.store.rewrite('que', id, { msg, files });
-        else {
-          await this.h.store.enqueue(id, state, { msg, files });
-          this.left(state, id);
-        }
-        this.h.queued(entryFromMessage(msg));
+        await this.requeue(state, id, msg, f.payload ? { files: { [PAYLOAD]: f.payload } } : {});
         return true;
       });
       if (done) return { id, created: false };
@@ -729,16 +722,7 @@ export class PullDesk {
       if (!success && (msg.fails ?? 0) < (msg.max_fails ?? 0) && !isSpent(msg)) {
         // Retried: ready now (a scheduled one too), in its place.
         if (dueMs(msg) > now) msg.due = now / 1000;
-        let entry: QueEntry;
-        if (state === 'run') {
-          entry = await this.h.store.enqueue(id, 'run', { msg });
-          this.forgetLease(id);
-          this.h.runs.delete(id);
-        } else {
-          await this.h.store.rewrite('que', id, { msg });
-          entry = entryFromMessage(msg);
-        }
-        this.h.queued(entry);
+        await this.requeue(state, id, msg);
         return { id, state: 'que' };
       }
       msg.success = success;
@@ -758,46 +742,49 @@ export class PullDesk {
    * (null when it does not). With `lease_grace`, a message leased when the time is up is
    * waited for until its lease ends (Workq `run`).
    */
-  resultWait(arg: Record<string, unknown>, conn?: RpcConnection): Promise<PullResult | null> {
+  async resultWait(arg: Record<string, unknown>, conn?: RpcConnection): Promise<PullResult | null> {
     const id = this.resolve(refOf(arg));
     const waitMs = optMs(arg, 'wait_ms') ?? 0;
-    let grace = optBoolean(arg, 'lease_grace') ?? false;
-    return this.exclusive(id, async () => {
+    const grace = optBoolean(arg, 'lease_grace') ?? false;
+    const now = await this.exclusive(id, async () => {
       const state = this.h.stateOf(id);
       const msg = this.live(state, id);
-      return state === 'done' || state === 'err' ? { done: this.outcome(state, msg) } : { msg };
-    }).then(
-      (got) =>
-        'done' in got
-          ? got.done
-          : new Promise<PullResult | null>((resolve) => {
-              const waiters = this.resultWaiters.get(id) ?? new Set();
-              this.resultWaiters.set(id, waiters);
-              let timer: NodeJS.Timeout | undefined;
-              const answer = (r: PullResult | null): void => {
-                clearTimeout(timer);
-                waiters.delete(answer);
-                if (waiters.size === 0 && this.resultWaiters.get(id) === waiters) this.resultWaiters.delete(id);
-                resolve(r);
-              };
-              const timeUp = (): void => {
-                const until = grace ? this.h.runs.get(id)?.msg.lease?.until : undefined;
-                grace = false;
-                if (typeof until === 'number' && until > Date.now()) {
-                  timer = setTimeout(timeUp, Math.min(until - Date.now(), MAX_TIMER_MS));
-                  return;
-                }
-                // A finish committing right now answers this wait: let it first.
-                const changing = this.busy.get(id);
-                if (changing) void changing.then(() => answer(null));
-                else answer(null);
-              };
-              waiters.add(answer);
-              timer = setTimeout(timeUp, Math.min(waitMs, MAX_TIMER_MS));
-              conn?.setIdleTimeout(waitMs + (typeof got.msg.ttr_ms === 'number' && grace ? got.msg.ttr_ms : 0) + 60_000);
-              conn?.onClose(() => answer(null));
-            }),
-    );
+      return state === 'done' || state === 'err' ? this.outcome(state, msg) : msg;
+    });
+    if (!('msg_id' in now)) return now;
+    conn?.setIdleTimeout(waitMs + (grace && typeof now.ttr_ms === 'number' ? now.ttr_ms : 0) + 60_000);
+    return this.awaitOutcome(id, waitMs, grace, conn);
+  }
+
+  /** Wait for `finished` on message `id` (see resultWait); null when the time is up or the client left. */
+  private awaitOutcome(id: string, waitMs: number, grace: boolean, conn?: RpcConnection): Promise<PullResult | null> {
+    return new Promise((resolve) => {
+      const waiters = this.resultWaiters.get(id) ?? new Set();
+      this.resultWaiters.set(id, waiters);
+      let timer: NodeJS.Timeout | undefined;
+      const answer = (r: PullResult | null): void => {
+        clearTimeout(timer);
+        waiters.delete(answer);
+        if (waiters.size === 0 && this.resultWaiters.get(id) === waiters) this.resultWaiters.delete(id);
+        resolve(r);
+      };
+      let leaseGrace = grace;
+      const timeUp = (): void => {
+        const until = leaseGrace ? this.h.runs.get(id)?.msg.lease?.until : undefined;
+        leaseGrace = false;
+        if (typeof until === 'number' && until > Date.now()) {
+          timer = setTimeout(timeUp, Math.min(until - Date.now(), MAX_TIMER_MS));
+          return;
+        }
+        // A finish committing right now answers this wait: let it first.
+        const changing = this.busy.get(id);
+        if (changing) void changing.then(() => answer(null));
+        else answer(null);
+      };
+      waiters.add(answer);
+      timer = setTimeout(timeUp, Math.min(waitMs, MAX_TIMER_MS));
+      conn?.onClose(() => answer(null));
+    });
   }
 
   /** remove: a message gone for good, in any state (Workq delete); its external id is free. */
@@ -900,9 +887,7 @@ export class PullDesk {
         // The tail: a rank, if it has one, moves with it.
         if (msg.rank !== undefined) msg.rank = now;
         msg.rev = (msg.rev ?? 0) + 1;
-        const entry = await this.h.store.enqueue(id, 'err', { msg, status: 'respawned' });
-        this.left('err', id);
-        this.h.queued(entry);
+        await this.requeue('err', id, msg, { status: 'respawned' });
         return true;
       });
       if (moved) n++;
@@ -1084,7 +1069,7 @@ export class PullDesk {
     if (state === 'done') this.h.counted({ from: 'done' }, id);
   }
 
-  /** The message lets its external id go (before it leaves `state`). */
+  /** The message, now in `state`, lets its external id go. */
   private forgetExtId(state: State, msg: Message): void {
     if (typeof msg.ext_id === 'string') this.indexOf(msg.ext_scope).release(msg.ext_id, path.join(this.h.layout.msgDir(state, msg.msg_id), EXT_ID_FILE));
   }
@@ -1144,10 +1129,21 @@ export class PullDesk {
       msg.due = now / 1000;
       if (msg.rank !== undefined) msg.rank = now;
     }
-    const entry = await this.h.store.enqueue(id, 'run', { msg });
-    this.h.runs.delete(id);
-    this.h.queued(entry);
+    await this.requeue('run', id, msg);
     return 'que';
+  }
+
+  /**
+   * Back into que with `msg` saved in the same commit (one in que is rewritten where it
+   * is): forgotten where it was, listed in its place, and waiters woken.
+   */
+  private async requeue(state: 'que' | 'run' | 'err', id: string, msg: Message, opts: Omit<MoveOptions, 'msg'> = {}): Promise<void> {
+    if (state === 'que') await this.h.store.rewrite('que', id, { ...opts, msg });
+    else {
+      await this.h.store.enqueue(id, state, { ...opts, msg });
+      this.left(state, id);
+    }
+    this.h.queued(entryFromMessage(msg));
   }
 
   private armTtr(id: string, until: number | null): void {
@@ -1181,15 +1177,15 @@ export class PullDesk {
       } catch {
         return;
       }
-      const final = state === 'done' || state === 'err';
-      if (msg.expires_at !== at || (final && msg.ttl_final !== true)) return;
-      if (!this.discard(state, id)) return;
-      if (!final && msg.ephemeral !== true) this.evicted++;
-      this.h.log.info({ msg_id: id, state }, 'message expired (TTL) and removed');
+      if (msg.expires_at === at && this.expiredNow(state, msg)) this.h.log.info({ msg_id: id, state }, 'message expired (TTL) and removed');
     });
   }
 
-  /** A message whose TTL has passed (its timer not yet run) is removed now: the lazy check of reads. Returns whether it was. */
+  /**
+   * A message whose TTL has passed is removed now (its timer, or the lazy check of a read
+   * before the timer has run); one not finished (nor ephemeral) counts as evicted.
+   * Returns whether it was removed.
+   */
   private expiredNow(state: RemovableState, msg: Message): boolean {
     if (!pastTtl(state, msg)) return false;
     if (!this.discard(state, msg.msg_id)) return false;
@@ -1229,7 +1225,6 @@ export class PullDesk {
       success: typeof msg.success === 'boolean' ? msg.success : null,
       scheduled_at: typeof msg.scheduled_at === 'number' ? msg.scheduled_at : null,
       ttl: typeof msg.ttl === 'string' ? msg.ttl : null,
-      ephemeral: msg.ephemeral === true,
       max_attempts: typeof msg.max_attempts === 'number' ? msg.max_attempts : null,
     };
   }

@@ -32,15 +32,16 @@ export interface RootLayout {
 }
 
 export function rootLayout(root: string): RootLayout {
+  const queuesDir = path.join(root, 'queues');
   return {
     root,
     configDir: path.join(root, 'config'),
     mainConfig: path.join(root, 'config', 'config.json'),
-    queuesDir: path.join(root, 'queues'),
+    queuesDir,
     mgrPidFile: path.join(root, 'config', 'queuemgr.pid'),
     mgrSocket: path.join(root, 'config', 'queuemgr.sock'),
     logFile: path.join(root, 'log', 'rq.log'),
-    serverIdsDir: path.join(root, 'queues', '.ids'),
+    serverIdsDir: path.join(queuesDir, '.ids'),
   };
 }
 
