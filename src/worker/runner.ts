@@ -174,7 +174,10 @@ export function spawnWorker(spec: SpawnSpec): RunningWorker {
   child.on('exit', (code, signal) => {
     exited = { code, signal };
     if (drained) finish();
-    else setTimeout(finish, DRAIN_GRACE_MS).unref();
+    // The grace ends only after the loop has read what is already in the pipe: a timer
+    // runs before the loop polls for I/O, so after a long synchronous step the grace
+    // would otherwise end with a report unread.
+    else setTimeout(() => setImmediate(finish), DRAIN_GRACE_MS).unref();
   });
   return {
     pid,

@@ -1,8 +1,12 @@
-// The pure parts of the worker runner (spec/rq.md §3.1, §1.9): the argv that Ruby's
-// exec(string) would use for "<exec_prefix> <real script>", and the start-marker time.
+// The worker runner (spec/rq.md §3.1, §1.9): the argv that Ruby's exec(string) would use
+// for "<exec_prefix> <real script>", the start-marker time, and the end of a run when the
+// queue process's loop was busy.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { localTimestamp } from '../../src/lib/local-time.js';
-import { commandArgv } from '../../src/worker/runner.js';
+import { commandArgv, spawnWorker } from '../../src/worker/runner.js';
 
 const SCRIPT = '/srv/rq/test/test_script.sh';
 
@@ -72,5 +76,44 @@ describe('localTimestamp', () => {
   it('zero-pads every field', () => {
     process.env['TZ'] = 'UTC';
     expect(localTimestamp(new Date(Date.UTC(2001, 0, 2, 3, 4, 5)))).toBe('2001-01-02 03:04:05 +0000');
+  });
+});
+
+describe('spawnWorker', () => {
+  /** Block this thread (the event loop) for `ms`, as a long synchronous step of the queue process would. */
+  const blockLoop = (ms: number): void => {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  };
+
+  it('reads the status pipe before its drain grace ends, even when the loop was blocked past it', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-test-runner-'));
+    try {
+      // The script exits at once; a process it leaves behind holds fd 3 and reports done later.
+      const script = path.join(dir, 'late.sh');
+      fs.writeFileSync(script, '#!/bin/sh\n(sleep 0.3; echo done >&3) &\nexit 0\n', { mode: 0o755 });
+      const lines: string[] = [];
+      let pid = 0;
+      const ended = new Promise<void>((resolve) => {
+        ({ pid } = spawnWorker({
+          argv: [script],
+          cwd: dir,
+          env: {},
+          logFile: path.join(dir, 'stdio.log'),
+          realScript: script,
+          onLine: (line) => lines.push(line),
+          onExit: () => resolve(),
+        }));
+      });
+      // Once the exit has been seen (the worker reaped: the 100 ms grace is running), a
+      // step after the loop's I/O poll keeps it busy for 800 ms, and the report arrives in
+      // the middle of it. The loop's next turn starts with its timers.
+      while (fs.existsSync(`/proc/${pid}`)) await new Promise((resolve) => setTimeout(resolve, 2));
+      await new Promise((resolve) => setImmediate(resolve));
+      blockLoop(800);
+      await ended;
+      expect(lines).toEqual(['done']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
