@@ -417,8 +417,8 @@ function bareCreateLoop(dir: string, from: number, n: number): number {
 
 /**
  * Write back what the previous measurement left dirty before timing the next one, so
- * that its writeback is not charged to the next figure (a run of 3,000 creates leaves
- * some 10,000 dirty inodes and blocks, flushed 5 to 30 s later).
+ * that its writeback is not charged to the next figure (the kernel writes dirty inodes
+ * and blocks back some seconds later, in the middle of whatever runs then).
  */
 function quiesce(): void {
   spawnSync('sync');
