@@ -53,7 +53,7 @@ import { fileURLToPath } from 'node:url';
 import { INSTALL_DEFAULTS, mainConfigText } from '../src/cli/rq-install.js';
 import { isOk, rpcCall } from '../src/client/rpc.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../src/domain/queue-config.js';
-import { QUEUE_MAIN as BUILT_QUEUE_MAIN, WEB_MAIN } from '../src/lib/install-root.js';
+import { QUEUE_MAIN as BUILT_QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../src/lib/install-root.js';
 import { ensureQueueDirs, queueLayout, rootLayout, type QueueLayout } from '../src/store/layout.js';
 import { figurePull, type PullBenchHelpers } from './pull-figures.js';
 import { figureWorkq } from './workq-figures.js';
@@ -263,7 +263,7 @@ class BenchQueue {
 
   /** Start `queue-main` (cwd = the root) and wait until it answers ping. */
   async start(timeoutMs = 60_000): Promise<void> {
-    const child = spawn(process.execPath, [QUEUE_MAIN, this.name], {
+    const child = spawn(process.execPath, [...QUEUE_NODE_FLAGS, QUEUE_MAIN, this.name], {
       cwd: this.root,
       env: { ...process.env, RQ_ROOT: this.root, RQ_LOG_LEVEL: 'warn', RQ_FATAL_DELAY_MS: '0' },
       // The IPC channel makes the queue process exit if this benchmark dies.

@@ -44,9 +44,9 @@ import {
   isSameWorker,
   killGroup,
   resolveScript,
-  spawnWorker,
   type RunningWorker,
 } from '../worker/runner.js';
+import type { Spawner } from '../worker/spawner.js';
 import { CronSchedule } from './cron.js';
 import { Housekeeping } from './housekeeping.js';
 import { PullDesk } from './pull.js';
@@ -83,6 +83,10 @@ interface RunEntry {
   id: string;
   msg: Message;
   worker?: RunningWorker;
+  /** The spawner has been asked to start the worker and has not answered yet. */
+  starting?: boolean;
+  /** destroy_message came while starting: TERM the worker as soon as it has a pid. */
+  destroyOnStart?: boolean;
   /** When the worker was spawned (epoch ms), for the run-duration histogram. */
   spawnedAt?: number;
   /** Waiting for a runnable script (SCRIPTERROR); counted once as a spawn failure. */
@@ -112,6 +116,8 @@ export interface EngineDeps {
   committer: GroupCommitter;
   log: Logger;
   callQueue: QueueCaller;
+  /** Forks the queue's scripts (spawner.ts). */
+  spawner: Spawner;
   /** The que index is compacted once its journal holds more lines than this (and than 4 per waiting message). */
   indexCompactLines: number;
 }
@@ -316,6 +322,7 @@ export class QueueEngine {
     delete env['UV_THREADPOOL_SIZE'];
     for (const [k, v] of Object.entries(this.config.env_vars)) if (!k.startsWith('RQ_')) env[k] = v;
     this.baseEnv = env;
+    this.d.spawner.setPoolSize(this.config.num_workers);
     this.script = undefined;
     this.cron.configure(this.config.schedule);
   }
@@ -902,6 +909,12 @@ export class QueueEngine {
   /** destroy_message: TERM the running worker's process group (RQ signalled only the pid). */
   destroy(id: string): void {
     if (!isSafeId(id)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    const run = this.run.get(id);
+    if (run?.starting) {
+      run.destroyOnStart = true;
+      this.d.log.info({ msg_id: id }, 'message destroyed as its worker starts');
+      return;
+    }
     let pid: number;
     try {
       pid = Number(fs.readFileSync(path.join(this.d.layout.msgDir('run', id), 'pid'), 'utf8'));
@@ -937,7 +950,7 @@ export class QueueEngine {
 
   private liveWorkers(): number {
     let n = 0;
-    for (const r of this.run.values()) if (!r.finishing && (r.worker || r.orphan)) n++;
+    for (const r of this.run.values()) if (!r.finishing && (r.worker || r.starting || r.orphan)) n++;
     return n;
   }
 
@@ -1018,7 +1031,7 @@ export class QueueEngine {
 
   /** Spawn the script for a run entry; on a missing script the queue shows SCRIPTERROR. */
   private spawnFor(run: RunEntry): boolean {
-    const { root, layout, log } = this.d;
+    const { layout, log } = this.d;
     const realScript = this.runnableScript();
     if (realScript === undefined) {
       if (this.oper !== 'SCRIPTERROR') log.error({ script: this.config.script }, 'script is not executable: SCRIPTERROR');
@@ -1030,29 +1043,43 @@ export class QueueEngine {
     const dir = layout.msgDir('run', run.id);
     const jobDir = path.join(dir, 'job');
     fs.mkdirSync(jobDir, { recursive: true });
-    let worker: RunningWorker;
-    try {
-      worker = spawnWorker({
+    run.starting = true;
+    this.d.spawner.spawn(
+      {
         argv: commandArgv(this.config.exec_prefix, realScript),
         cwd: jobDir,
         env: this.workerEnv(run.msg, realScript),
         logFile: path.join(jobDir, 'stdio.log'),
         realScript,
+        pidFile: path.join(dir, 'pid'),
+      },
+      {
+        onStart: (worker) => this.onStart(run, worker),
+        onFail: (error) => {
+          run.starting = false;
+          log.error({ msg_id: run.id, err: error }, 'spawn failed');
+          this.stats.spawnFailed();
+          run.finishing = true;
+          void this.finishRun(run, { state: 'err', status: `SPAWN FAILED - MOVING TO ERR - ${error}` });
+        },
         onLine: (line) => this.onLine(run, line),
         onExit: (code, signal) => this.onExit(run, code, signal),
-      });
-    } catch (e) {
-      log.error({ msg_id: run.id, err: coerceError(e).message }, 'spawn failed');
-      this.stats.spawnFailed();
-      run.finishing = true;
-      void this.finishRun(run, { state: 'err', status: `SPAWN FAILED - MOVING TO ERR - ${coerceError(e).message}` });
-      return true;
-    }
+        onLost: () => this.onLost(run),
+      },
+    );
+    return true;
+  }
+
+  private onStart(run: RunEntry, worker: RunningWorker): void {
+    run.starting = false;
     run.worker = worker;
     run.spawnedAt = Date.now();
     this.oper = 'UP';
-    fs.writeFileSync(path.join(dir, 'pid.tmp'), String(worker.pid));
-    fs.renameSync(path.join(dir, 'pid.tmp'), path.join(dir, 'pid'));
+    const { log } = this.d;
+    if (run.destroyOnStart) {
+      log.info({ msg_id: run.id, worker_pid: worker.pid }, 'message destroyed');
+      worker.kill('SIGTERM');
+    }
     if (this.config.timeout !== null) {
       const timeoutSec = this.config.timeout;
       run.timers.push(
@@ -1065,7 +1092,26 @@ export class QueueEngine {
       );
     }
     log.debug({ msg_id: run.id, worker_pid: worker.pid }, 'worker started');
-    return true;
+  }
+
+  /**
+   * The spawner went away while this run's worker was starting or running: its status
+   * pipe is gone, so the run is handled as after a restart. A worker still alive is
+   * waited for (an orphan); otherwise the message goes back to que.
+   */
+  private onLost(run: RunEntry): void {
+    for (const t of run.timers) clearTimeout(t);
+    run.timers = [];
+    run.starting = false;
+    delete run.worker;
+    const orphan = this.liveOrphan(run.id);
+    if (orphan) {
+      run.orphan = orphan;
+      return;
+    }
+    run.finishing = true;
+    this.d.log.warn({ msg_id: run.id }, 'worker lost with the spawner; requeued');
+    void this.finishRun(run, { state: 'que', delaySec: 0 });
   }
 
   /** The script's real path if it is runnable (checked at most once a second), else undefined. */
@@ -1080,7 +1126,7 @@ export class QueueEngine {
   /** While SCRIPTERROR: spawn the runs that have no worker once the script is runnable. */
   private retryStuckRuns(): void {
     for (const r of this.run.values()) {
-      if (!r.worker && !r.orphan && !r.finishing && !r.msg.lease && !this.spawnFor(r)) return;
+      if (!r.worker && !r.starting && !r.orphan && !r.finishing && !r.msg.lease && !this.spawnFor(r)) return;
     }
     if (this.oper === 'SCRIPTERROR' && this.runnableScript() !== undefined) this.oper = 'UP';
   }

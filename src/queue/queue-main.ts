@@ -26,6 +26,7 @@ import { createMessageStore } from '../store/message-store.js';
 import { runCommand } from './commands.js';
 import { watchHints } from './hints.js';
 import { QueueEngine } from './queue-engine.js';
+import { Spawner } from '../worker/spawner.js';
 
 const root = rootLayout(installRoot());
 process.chdir(root.root);
@@ -63,6 +64,7 @@ try {
 
 ensureQueueDirs(layout);
 const committer = createGroupCommitter();
+const spawner = new Spawner(name, log);
 const engine: QueueEngine = new QueueEngine(
   {
     root,
@@ -76,14 +78,21 @@ const engine: QueueEngine = new QueueEngine(
       if (queue === name) return runCommand(engine, log, command, argument);
       return rpcCall(queueLayout(root, queue).socket, command, argument);
     },
+    spawner,
     indexCompactLines: Number(process.env['RQ_INDEX_COMPACT_LINES'] ?? 50_000),
   },
   config,
 );
 
-function exit(code: number): never {
-  log.flush();
-  process.exit(code);
+let exiting = false;
+/** Exit once the spawners have gone (they are reaped here, not left to init). */
+function exit(code: number): void {
+  if (exiting) return;
+  exiting = true;
+  void spawner.close(1_000).then(() => {
+    log.flush();
+    process.exit(code);
+  });
 }
 
 // Hints only: an operator dropping a message into que/ by hand, or touching a flag file.

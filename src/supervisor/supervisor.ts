@@ -24,7 +24,7 @@ import { normaliseQueueConfig, serialiseQueueConfig } from '../domain/queue-conf
 import { rubyToI } from '../domain/ruby.js';
 import { createRpcServer, rpcCall } from '../client/rpc.js';
 import type { Logger } from '../lib/logger.js';
-import { QUEUE_MAIN, WEB_MAIN } from '../lib/install-root.js';
+import { QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../lib/install-root.js';
 import { writeFileDurably } from '../store/atomic.js';
 import { ensureQueueDirs, fittedFileName, queueLayout, type RootLayout } from '../store/layout.js';
 import { RQ_VERSION } from '../queue/queue-engine.js';
@@ -109,8 +109,8 @@ export class Supervisor {
     return names.filter((n) => isValidQueueName(n) && isReadable(queueLayout(this.o.root, n).configFile));
   }
 
-  private spawnChild(entry: string, args: string[], tag: Record<string, unknown>): ChildProcess {
-    const child = spawn(process.execPath, [entry, ...args], {
+  private spawnChild(entry: string, args: string[], tag: Record<string, unknown>, nodeFlags: readonly string[] = []): ChildProcess {
+    const child = spawn(process.execPath, [...nodeFlags, entry, ...args], {
       cwd: this.o.root.root,
       env: { ...this.o.env, RQ_ROOT: this.o.root.root },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -130,7 +130,7 @@ export class Supervisor {
     const p: QueueProc = proc ?? { name, mark: 'RUNNING', child: undefined, exited: Promise.resolve(), restarts: 0, autoRestarts: 0 };
     p.mark = 'RUNNING';
     this.queues.set(name, p);
-    const child = this.spawnChild(QUEUE_MAIN, [name], { queue: name });
+    const child = this.spawnChild(QUEUE_MAIN, [name], { queue: name }, QUEUE_NODE_FLAGS);
     p.child = child;
     p.exited = new Promise((resolve) => child.once('exit', (code, signal) => {
       this.onQueueExit(p, child, code, signal);

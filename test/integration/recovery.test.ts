@@ -2,8 +2,8 @@
  * Crash recovery (spec/rq.md §2.12): kill -9 of the queue process at any moment loses
  * nothing; run/ goes back to que/ with count unchanged; a worker from before the restart
  * that is still alive is waited for, not started twice; the que index survives, also
- * when it is compacted while commits are in flight; and a message dropped into que/ by
- * hand is picked up.
+ * when it is compacted while commits are in flight; a spawner lost mid-run is handled
+ * like a restart; and a message dropped into que/ by hand is picked up.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,8 +16,17 @@ beforeEach(() => {
   t = root();
 });
 
-function runPid(queue: string, id: string): number {
-  return Number(fs.readFileSync(path.join(t.queueDir(queue), 'run', id, 'pid'), 'utf8'));
+/** The pid of a run's worker, once its spawner has written the pid file. */
+async function runPid(queue: string, id: string): Promise<number> {
+  const file = path.join(t.queueDir(queue), 'run', id, 'pid');
+  await waitFor(() => fs.existsSync(file), 10_000, `the pid file of ${id}`);
+  return Number(fs.readFileSync(file, 'utf8'));
+}
+
+/** A process's parent, from /proc/<pid>/stat. */
+function parentPid(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }
 
 describe('recovery', () => {
@@ -47,7 +56,7 @@ describe('recovery', () => {
     await t.start('r');
     const a = await t.send('r', { param2: '30' });
     const b = await t.send('r', { param2: '30' });
-    const pids = [runPid('r', a), runPid('r', b)];
+    const pids = [await runPid('r', a), await runPid('r', b)];
     fs.writeFileSync(path.join(t.root, 'config/r.pause'), '');
     await t.kill9('r');
     for (const pid of pids) process.kill(-pid, 'SIGKILL');
@@ -62,12 +71,12 @@ describe('recovery', () => {
     t.addQueue({ name: 'r', script: 'wait-go.sh' });
     await t.start('r');
     const id = await t.send('r', {});
-    const pid = runPid('r', id);
+    const pid = await runPid('r', id);
     await t.kill9('r');
     expect(pidAlive(pid)).toBe(true);
     await t.start('r');
     expect(await t.state('r', id)).toBe('run');
-    expect(runPid('r', id)).toBe(pid);
+    expect(await runPid('r', id)).toBe(pid);
     // The orphan's report is lost with the old process; once it exits the message runs again
     // (and finds `go` at once: job/ goes along with the message).
     fs.writeFileSync(path.join(t.queueDir('r'), 'run', id, 'job', 'go'), '');
@@ -77,11 +86,52 @@ describe('recovery', () => {
     expect(log.match(/RQ START/g)).toHaveLength(2);
   });
 
+  it('a spawner killed mid-run: the queue process carries on, waits for the worker, then runs the message again', async () => {
+    t.addQueue({ name: 'r', script: 'wait-go.sh' });
+    const queue = await t.start('r');
+    const id = await t.send('r', {});
+    const pid = await runPid('r', id);
+    const spawner = parentPid(pid);
+    expect(spawner).not.toBe(queue.pid);
+    process.kill(spawner, 'SIGKILL');
+    await waitFor(() => !pidAlive(spawner), 5000, 'the spawner to die');
+    expect(pidAlive(pid)).toBe(true);
+    expect(await t.state('r', id)).toBe('run');
+    // Its status pipe went with the spawner: the report is lost, and the run starts again
+    // once the worker has exited (finding `go` at once).
+    fs.writeFileSync(path.join(t.queueDir('r'), 'run', id, 'job', 'go'), '');
+    await waitFor(() => !pidAlive(pid), 10_000, 'the worker to exit');
+    expect(await t.waitState('r', id, 'done')).toBe('done - went');
+    expect(queue.exitCode).toBeNull();
+    const log = fs.readFileSync(path.join(t.root, (await t.message('r', id))['path'] as string, 'job/stdio.log'), 'utf8');
+    expect(log.match(/RQ START/g)).toHaveLength(2);
+  });
+
+  for (const how of ['stopped', 'killed'] as const) {
+    it(`a queue process ${how} takes its spawner along and leaves the worker running`, async () => {
+      t.addQueue({ name: 'r', script: 'wait-go.sh' });
+      const queue = await t.start('r');
+      const id = await t.send('r', {});
+      const pid = await runPid('r', id);
+      const spawner = parentPid(pid);
+      if (how === 'killed') {
+        await t.kill9('r');
+      } else {
+        const gone = new Promise((r) => queue.once('exit', r));
+        queue.kill('SIGTERM');
+        await gone;
+      }
+      await waitFor(() => !pidAlive(spawner), 5000, 'the spawner to exit');
+      expect(pidAlive(pid)).toBe(true);
+      process.kill(-pid, 'SIGKILL');
+    });
+  }
+
   it('a reused pid is not mistaken for the old worker', async () => {
     t.addQueue({ name: 'r', script: 'sleep.sh' });
     await t.start('r');
     const id = await t.send('r', { param2: '30' });
-    const pid = runPid('r', id);
+    const pid = await runPid('r', id);
     fs.writeFileSync(path.join(t.root, 'config/r.pause'), '');
     await t.kill9('r');
     process.kill(-pid, 'SIGKILL');
@@ -98,7 +148,7 @@ describe('recovery', () => {
     await t.start('r');
     const id = await t.send('r', {});
     await waitFor(async () => ((await t.message('r', id))['count'] as number) === 1, 5000, 'the resend to be saved');
-    const pid = runPid('r', id);
+    const pid = await runPid('r', id);
     await t.kill9('r');
     process.kill(-pid, 'SIGKILL');
     await waitFor(() => !pidAlive(pid));

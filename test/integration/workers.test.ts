@@ -212,6 +212,16 @@ describe('destroy', () => {
     expect(await t.rpc('w', 'destroy_message', { msg_id: id })).toEqual(['fail', 'msg not found']);
     expect(fs.existsSync(path.join(t.queueDir('w'), 'err', id, 'pid'))).toBe(false);
   });
+
+  it('TERMs a worker that is still starting as soon as it has started', async () => {
+    t.addQueue({ name: 'w', script: 'hang.sh' });
+    await t.start('w');
+    // The queue's first run waits for its spawner process to start: no pid yet.
+    const id = await t.send('w', {});
+    expect(fs.existsSync(path.join(t.queueDir('w'), 'run', id, 'pid'))).toBe(false);
+    expect(await t.rpc('w', 'destroy_message', { msg_id: id })).toEqual(['ok', 'msg destroyed']);
+    expect(await t.waitState('w', id, 'err')).toMatch(/SIGTERM \(signal 15\)$/);
+  });
 });
 
 describe('attachments across filesystems', () => {

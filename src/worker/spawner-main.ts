@@ -1,0 +1,61 @@
+/**
+ * Entry point of a queue's spawner: `node dist/src/worker/spawner-main.js <queue>`, forked
+ * by its queue process (spawner.ts) with an IPC channel and nothing else to do. It starts
+ * each worker with runner.ts, writes the worker's pid file, and relays the worker's start,
+ * status-pipe lines and exit to the queue process; the queue's answers to `dup` come back
+ * the same way and go to the worker's fd 4.
+ *
+ * When the channel closes (the queue process has exited or died) the spawner exits too.
+ * Its workers are never signalled: they run in their own process groups and outlive it,
+ * and the queue's recovery waits for them as after any restart (spec/rq.md §4.3).
+ */
+import fs from 'node:fs';
+import { coerceError } from '../domain/errors.js';
+import { spawnWorker, type RunningWorker } from './runner.js';
+import type { FromSpawner, ToSpawner } from './spawner.js';
+
+process.title = `[rq-spawn] [${process.argv[2] ?? ''}]`;
+
+const workers = new Map<number, RunningWorker>();
+
+function send(message: FromSpawner): void {
+  // The channel may already be closing; 'disconnect' below ends the process then.
+  if (process.connected) process.send?.(message, (e: Error | null) => void e);
+}
+
+function start(m: Extract<ToSpawner, { t: 'spawn' }>): void {
+  let worker: RunningWorker;
+  try {
+    worker = spawnWorker({
+      argv: m.argv,
+      cwd: m.cwd,
+      env: m.env,
+      logFile: m.logFile,
+      realScript: m.realScript,
+      onLine: (line) => send({ t: 'line', n: m.n, line }),
+      onExit: (code, signal) => {
+        workers.delete(m.n);
+        send({ t: 'exit', n: m.n, code, signal });
+      },
+    });
+  } catch (e) {
+    send({ t: 'failed', n: m.n, error: coerceError(e).message });
+    return;
+  }
+  workers.set(m.n, worker);
+  try {
+    fs.writeFileSync(`${m.pidFile}.tmp`, String(worker.pid));
+    fs.renameSync(`${m.pidFile}.tmp`, m.pidFile);
+  } catch {
+    // The message directory is gone (destroyed while starting); the run still reports.
+  }
+  send({ t: 'started', n: m.n, pid: worker.pid });
+}
+
+process.on('message', (m: ToSpawner) => {
+  if (m.t === 'spawn') start(m);
+  else workers.get(m.n)?.reply(m.line);
+});
+process.on('disconnect', () => process.exit(0));
+// SIGHUP re-reads the queue's config in the queue process; here there is nothing to re-read.
+process.on('SIGHUP', () => {});

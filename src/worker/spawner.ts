@@ -1,0 +1,170 @@
+/**
+ * The queue process's side of its spawners: small helper processes (spawner-main.ts) that
+ * fork the queue's scripts, so the queue process itself never forks.
+ *
+ * Why: Node 20 forks with plain fork(), which copies the forking process's page tables
+ * and leaves every page copy-on-write, so each later write to a page faults. A queue
+ * process holding a big index paid that on its main thread for every run, and more the
+ * bigger the queue. The spawner stays small and does nothing else, so forks are cheap and
+ * run beside the queue's own work.
+ *
+ * Spawners are started as runs need them, up to the pool size, and kept. Each spawn
+ * request gets its own number; the spawner answers `started` (the pid, after writing the pid file) or `failed`,
+ * then relays the worker's status-pipe lines and finally its exit, after the pipe has
+ * drained (runner.ts). If a spawner's channel closes with runs under way, their workers'
+ * pipes are gone: each one is reported lost, and the queue treats it as after a restart.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from '../lib/logger.js';
+import { killGroup, type RunningWorker } from './runner.js';
+
+/** What the spawner needs to start one worker (runner.ts SpawnSpec, without callbacks). */
+export interface SpawnRequest {
+  argv: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  logFile: string;
+  realScript: string;
+  /** Written (atomically) with the worker's pid as soon as it is known. */
+  pidFile: string;
+}
+
+export type ToSpawner = ({ t: 'spawn'; n: number } & SpawnRequest) | { t: 'reply'; n: number; line: string };
+
+export type FromSpawner =
+  | { t: 'started'; n: number; pid: number }
+  | { t: 'failed'; n: number; error: string }
+  | { t: 'line'; n: number; line: string }
+  | { t: 'exit'; n: number; code: number | null; signal: NodeJS.Signals | null };
+
+export interface WorkerEvents {
+  onStart(worker: RunningWorker): void;
+  /** The OS refused to start the script (e.g. ENOEXEC); nothing runs. */
+  onFail(error: string): void;
+  onLine(line: string): void;
+  /** Once, after the worker has exited and its status pipe has drained. */
+  onExit(code: number | null, signal: NodeJS.Signals | null): void;
+  /** The spawner went away first: no more lines or exit will come for this worker. */
+  onLost(): void;
+}
+
+const SPAWNER_MAIN = fileURLToPath(new URL('./spawner-main.js', import.meta.url));
+
+/** One spawner process and the runs it has under way. */
+interface Helper {
+  child: ChildProcess;
+  runs: Map<number, WorkerEvents>;
+  /** Spawn requests not yet answered: the helper is blocked in fork/exec for these. */
+  starting: number;
+}
+
+export class Spawner {
+  private readonly helpers: Helper[] = [];
+  private readonly queue: string;
+  private readonly log: Logger;
+  private poolSize = 1;
+  private seq = 0;
+  private closed = false;
+
+  constructor(queue: string, log: Logger) {
+    this.queue = queue;
+    this.log = log;
+  }
+
+  /**
+   * How many spawner processes to use at most. A spawner is blocked from fork until the
+   * child has exec'd, so concurrent runs start faster from several; the queue passes
+   * `num_workers`, capped by the cores. Spawners are started as they are needed.
+   */
+  setPoolSize(n: number): void {
+    this.poolSize = Math.max(1, Math.min(n, os.availableParallelism()));
+  }
+
+  /**
+   * Start a worker. After close() nothing is started: the queue process is exiting, and
+   * its next start moves the message back to que (it has no pid file).
+   */
+  spawn(request: SpawnRequest, events: WorkerEvents): void {
+    if (this.closed) return;
+    let helper = this.helpers.reduce<Helper | undefined>((best, h) => (best && best.starting <= h.starting ? best : h), undefined);
+    if (!helper || (helper.starting > 0 && this.helpers.length < this.poolSize)) helper = this.start();
+    const n = ++this.seq;
+    helper.runs.set(n, events);
+    helper.starting++;
+    this.send(helper, { t: 'spawn', n, ...request });
+  }
+
+  /**
+   * Close every spawner's channel and wait (at most `timeoutMs`) for them to exit, so
+   * the queue process reaps them before it exits itself. Their workers live on.
+   */
+  async close(timeoutMs: number): Promise<void> {
+    this.closed = true;
+    const exits = this.helpers.map(({ child }) => {
+      if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+      const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      if (child.connected) child.disconnect();
+      return gone;
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    await Promise.race([Promise.all(exits), timeout]);
+    clearTimeout(timer);
+  }
+
+  private send(helper: Helper, message: ToSpawner): void {
+    // A closed channel is reported once, by 'disconnect', for every run under way.
+    helper.child.send(message, (e) => {
+      if (e) this.log.warn({ err: e.message }, 'cannot reach the spawner');
+    });
+  }
+
+  private start(): Helper {
+    // A small young generation keeps the spawner small (20 MB anonymous memory, not 30), and
+    // every fork copies what the spawner holds.
+    const child = fork(SPAWNER_MAIN, [this.queue], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--max-semi-space-size=1'] });
+    const helper: Helper = { child, runs: new Map(), starting: 0 };
+    this.helpers.push(helper);
+    child.on('message', (m: FromSpawner) => this.receive(helper, m));
+    child.on('error', (e) => this.log.error({ err: e.message }, 'spawner error'));
+    child.on('disconnect', () => {
+      this.helpers.splice(this.helpers.indexOf(helper), 1);
+      if (helper.runs.size > 0) this.log.error({ spawner_pid: child.pid, runs: helper.runs.size }, 'a spawner went away with runs under way');
+      const lost = [...helper.runs.values()];
+      helper.runs.clear();
+      for (const events of lost) events.onLost();
+    });
+    return helper;
+  }
+
+  private receive(helper: Helper, m: FromSpawner): void {
+    const events = helper.runs.get(m.n);
+    if (!events) return;
+    switch (m.t) {
+      case 'started':
+        helper.starting--;
+        events.onStart({
+          pid: m.pid,
+          reply: (line) => {
+            if (helper.child.connected) this.send(helper, { t: 'reply', n: m.n, line });
+          },
+          kill: (signal) => killGroup(m.pid, signal),
+        });
+        return;
+      case 'failed':
+        helper.starting--;
+        helper.runs.delete(m.n);
+        events.onFail(m.error);
+        return;
+      case 'line':
+        events.onLine(m.line);
+        return;
+      case 'exit':
+        helper.runs.delete(m.n);
+        events.onExit(m.code, m.signal);
+        return;
+    }
+  }
+}
