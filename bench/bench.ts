@@ -21,7 +21,8 @@
  *     page cache, from process start to the first message in run/, against a cold
  *     listing of que/ and a cold `node -e 0`; (b) drain rate (4 workers, windows of 500
  *     completions) against the same setup with only 500 waiting; (c) the queue process's
- *     RSS against a queue process with nothing waiting; (d) the web's queue page
+ *     RSS against a queue process with nothing waiting (its spawner processes' memory is
+ *     printed, and noted, beside it); (d) the web's queue page
  *     (first, middle and last page of que) and (e) its free-text search over the same
  *     queue, against a bare `GET /css/rq.css` from the same web process.
  *  5. The pull model over HTTP (pull-figures.ts): lease+ack pairs per second with 16
@@ -146,6 +147,24 @@ function rssMb(pid: number): number {
   const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   if (!m) throw new Error(`no VmRSS for pid ${pid}`);
   return Number(m[1]) / 1024;
+}
+
+/** The resident and the anonymous (own) memory of a queue process's spawners, its only children. */
+function spawnersMemory(queuePid: number): { n: number; rssMb: number; anonMb: number } {
+  let children: number[];
+  try {
+    children = fs.readFileSync(`/proc/${queuePid}/task/${queuePid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    children = [];
+  }
+  let rss = 0;
+  let anon = 0;
+  for (const pid of children) {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    rss += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0) / 1024;
+    anon += Number(/^RssAnon:\s+(\d+)/m.exec(status)?.[1] ?? 0) / 1024;
+  }
+  return { n: children.length, rssMb: rss, anonMb: anon };
 }
 
 function fsTypeOf(dir: string): string {
@@ -777,6 +796,7 @@ async function figureBigQueue(): Promise<void> {
   const bigRate = await drainRate(big, false, `4b. drain, ${size} waiting`);
   const after = await big.counts();
   const rssBig = rssMb(big.pid);
+  const spawners = spawnersMemory(big.pid);
   if (after.err > 0) notes.push(`4. ${await big.errNote(after.err)}`);
   await big.stop();
   show(`drain with ~${int(after.que)} waiting`, `${int(bigRate)} msg/s (windows of ${DRAIN_WINDOW} completions)`);
@@ -798,6 +818,11 @@ async function figureBigQueue(): Promise<void> {
   // (c) RSS: the larger of "just filled" and "restarted, then drained a little".
   const rss = Math.max(rssFilled, rssBig);
   say(`  RSS: ${rssFilled.toFixed(1)} MB filled, ${rssBig.toFixed(1)} MB after the restart and drain; a queue with 0 waiting: ${rssSmall.toFixed(1)} MB`);
+  const spawnerText =
+    `its ${spawners.n} spawner process(es) hold ${spawners.rssMb.toFixed(1)} MB resident in all, ` +
+    `${spawners.anonMb.toFixed(1)} MB of it their own memory (the rest is the node binary, shared)`;
+  show('spawners, after the drain', `${spawners.rssMb.toFixed(1)} MB resident, ${spawners.anonMb.toFixed(1)} MB their own`);
+  notes.push(`4c. the figure is the queue process alone; ${spawnerText}`);
   rows.push({
     figure: `4c. RSS, ${size} waiting`,
     measured: `${rss.toFixed(1)} MB`,

@@ -1097,7 +1097,7 @@ export class QueueEngine {
   /**
    * The spawner went away while this run's worker was starting or running: its status
    * pipe is gone, so the run is handled as after a restart. A worker still alive is
-   * waited for (an orphan); otherwise the message goes back to que.
+   * waited for (an orphan); otherwise the message goes back to que, due in a second.
    */
   private onLost(run: RunEntry): void {
     for (const t of run.timers) clearTimeout(t);
@@ -1110,8 +1110,9 @@ export class QueueEngine {
       return;
     }
     run.finishing = true;
-    this.d.log.warn({ msg_id: run.id }, 'worker lost with the spawner; requeued');
-    void this.finishRun(run, { state: 'que', delaySec: 0 });
+    this.d.log.warn({ msg_id: run.id }, 'worker lost with the spawner; requeued for 1 s from now');
+    // Not at once: a spawner that cannot start at all would otherwise be restarted in a tight loop.
+    void this.finishRun(run, { state: 'que', delaySec: 1 });
   }
 
   /** The script's real path if it is runnable (checked at most once a second), else undefined. */

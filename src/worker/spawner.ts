@@ -128,13 +128,20 @@ export class Spawner {
     const helper: Helper = { child, runs: new Map(), starting: 0 };
     this.helpers.push(helper);
     child.on('message', (m: FromSpawner) => this.receive(helper, m));
-    child.on('error', (e) => this.log.error({ err: e.message }, 'spawner error'));
-    child.on('disconnect', () => {
-      this.helpers.splice(this.helpers.indexOf(helper), 1);
+    // No more messages can come once the channel has closed, or when the fork itself failed.
+    const gone = (): void => {
+      const at = this.helpers.indexOf(helper);
+      if (at < 0) return;
+      this.helpers.splice(at, 1);
       if (helper.runs.size > 0) this.log.error({ spawner_pid: child.pid, runs: helper.runs.size }, 'a spawner went away with runs under way');
       const lost = [...helper.runs.values()];
       helper.runs.clear();
       for (const events of lost) events.onLost();
+    };
+    child.on('disconnect', gone);
+    child.on('error', (e) => {
+      this.log.error({ err: e.message }, 'spawner error');
+      if (child.pid === undefined) gone();
     });
     return helper;
   }
