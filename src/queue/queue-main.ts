@@ -8,6 +8,8 @@
  *
  * RQ_INDEX_COMPACT_LINES (default 50,000) is how long the que index journal may grow
  * before it is compacted; tests lower it to compact while commits are in flight.
+ * RQ_SPAWNER_IDLE_MS (default 300,000: 5 minutes) is how long a spawner (spawner.ts)
+ * stays without runs before it exits; tests lower it.
  */
 process.env['UV_THREADPOOL_SIZE'] ??= '16';
 
@@ -64,7 +66,7 @@ try {
 
 ensureQueueDirs(layout);
 const committer = createGroupCommitter();
-const spawner = new Spawner(name, log);
+const spawner = new Spawner(name, log, Number(process.env['RQ_SPAWNER_IDLE_MS'] ?? 300_000));
 const engine: QueueEngine = new QueueEngine(
   {
     root,

@@ -8,7 +8,8 @@
  * bigger the queue. The spawner stays small and does nothing else, so forks are cheap and
  * run beside the queue's own work.
  *
- * Spawners are started as runs need them, up to the pool size, and kept. Each spawn
+ * Spawners are started as runs need them, up to the pool size, and exit after a time
+ * without runs. Each spawn
  * request gets its own number; the spawner answers `started` (the pid, after writing the pid file) or `failed`,
  * then relays the worker's status-pipe lines and finally its exit, after the pipe has
  * drained (runner.ts). If a spawner's channel closes with runs under way, their workers'
@@ -58,6 +59,8 @@ interface Helper {
   runs: Map<number, WorkerEvents>;
   /** Spawn requests not yet answered: the helper is blocked in fork/exec for these. */
   starting: number;
+  /** Set while the helper has no runs: it exits when this fires. */
+  idle?: NodeJS.Timeout | undefined;
 }
 
 export class Spawner {
@@ -67,10 +70,13 @@ export class Spawner {
   private poolSize = 1;
   private seq = 0;
   private closed = false;
+  private readonly idleMs: number;
 
-  constructor(queue: string, log: Logger) {
+  /** A spawner with no runs for `idleMs` exits, so an idle queue holds no helpers. */
+  constructor(queue: string, log: Logger, idleMs: number) {
     this.queue = queue;
     this.log = log;
+    this.idleMs = idleMs;
   }
 
   /**
@@ -91,6 +97,8 @@ export class Spawner {
     let helper = this.helpers.reduce<Helper | undefined>((best, h) => (best && best.starting <= h.starting ? best : h), undefined);
     if (!helper || (helper.starting > 0 && this.helpers.length < this.poolSize)) helper = this.start();
     const n = ++this.seq;
+    clearTimeout(helper.idle);
+    helper.idle = undefined;
     helper.runs.set(n, events);
     helper.starting++;
     this.send(helper, { t: 'spawn', n, ...request });
@@ -162,16 +170,28 @@ export class Spawner {
         return;
       case 'failed':
         helper.starting--;
-        helper.runs.delete(m.n);
+        this.ended(helper, m.n);
         events.onFail(m.error);
         return;
       case 'line':
         events.onLine(m.line);
         return;
       case 'exit':
-        helper.runs.delete(m.n);
+        this.ended(helper, m.n);
         events.onExit(m.code, m.signal);
         return;
     }
+  }
+
+  /** A run is over; a helper left with none is retired once it has been idle for idleMs. */
+  private ended(helper: Helper, n: number): void {
+    helper.runs.delete(n);
+    if (helper.runs.size > 0) return;
+    helper.idle = setTimeout(() => {
+      const at = this.helpers.indexOf(helper);
+      if (at < 0 || helper.runs.size > 0) return;
+      this.helpers.splice(at, 1);
+      if (helper.child.connected) helper.child.disconnect();
+    }, this.idleMs).unref();
   }
 }

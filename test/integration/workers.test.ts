@@ -224,6 +224,33 @@ describe('destroy', () => {
   });
 });
 
+describe('spawners', () => {
+  /** The queue process's children: its spawners (scripts are the spawners' children). */
+  function childrenOf(pid: number): number[] {
+    return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  }
+
+  it('a spawner with no runs for RQ_SPAWNER_IDLE_MS exits, and the next message starts a new one', async () => {
+    t.addQueue({ name: 'w', script: 'done.sh' });
+    process.env['RQ_SPAWNER_IDLE_MS'] = '1000';
+    let queue;
+    try {
+      queue = await t.start('w');
+    } finally {
+      delete process.env['RQ_SPAWNER_IDLE_MS'];
+    }
+    expect(childrenOf(queue.pid!)).toEqual([]);
+    const first = await t.send('w', {});
+    expect(await t.waitState('w', first, 'done')).toBe('done - all good');
+    const [spawner] = childrenOf(queue.pid!);
+    expect(spawner).toBeDefined();
+    await waitFor(() => !pidAlive(spawner!), 5000, 'the idle spawner to exit');
+    expect(childrenOf(queue.pid!)).toEqual([]);
+    const second = await t.send('w', {});
+    expect(await t.waitState('w', second, 'done')).toBe('done - all good');
+  });
+});
+
 describe('attachments across filesystems', () => {
   it('copies a file it cannot hard-link (EXDEV), keeping its content and md5', async () => {
     t.addQueue({ name: 'w', num_workers: 0 });
