@@ -161,12 +161,19 @@ function spawnersMemory(queuePid: number): { n: number; rssMb: number; anonMb: n
   }
   let rss = 0;
   let anon = 0;
+  let n = 0;
   for (const pid of children) {
-    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    let status: string;
+    try {
+      status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    } catch {
+      continue; // it exited since the listing
+    }
+    n++;
     rss += Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0) / 1024;
     anon += Number(/^RssAnon:\s+(\d+)/m.exec(status)?.[1] ?? 0) / 1024;
   }
-  return { n: children.length, rssMb: rss, anonMb: anon };
+  return { n, rssMb: rss, anonMb: anon };
 }
 
 function fsTypeOf(dir: string): string {
@@ -614,10 +621,10 @@ async function figureCreates(): Promise<void> {
   }
 }
 
-/** 2. Processing throughput with 1 and 4 workers, vs direct spawns. */
 /** The tmpfs of /dev/shm, where figure 2 is measured once more without the disk's costs. */
 const SHM = '/dev/shm';
 
+/** 2. Processing throughput with 1 and 4 workers, vs direct spawns. */
 async function figureProcessing(): Promise<void> {
   say(`\n[2] processing throughput (${int(PROCESS_MSGS)} messages queued while paused, no-op script, exec_prefix "")`);
   for (const workers of [1, 4]) {

@@ -214,6 +214,8 @@ export class QueueEngine {
   private dueTimer: NodeJS.Timeout | undefined;
   private dueTimerAt = Infinity;
   private tick: NodeJS.Timeout | undefined;
+  /** stop() was called: the queue process is exiting, and no run is started any more. */
+  private stopped = false;
   /** A compaction of the que index is waiting for its turn in the committer. */
   private compacting = false;
   /** The environment every worker starts from (process env + env_vars), built per config. */
@@ -406,6 +408,11 @@ export class QueueEngine {
     this.tick = setInterval(() => this.onTick(), TICK_MS);
     this.tick.unref();
     void this.cron.start();
+  }
+
+  /** The queue process is exiting: start no more runs (those under way live on). */
+  stop(): void {
+    this.stopped = true;
   }
 
   /** A worker from before a restart that is still the same live process. */
@@ -959,6 +966,7 @@ export class QueueEngine {
    * starts when it is due, a slot is free, and no running message has its blocking key.
    */
   pump(): void {
+    if (this.stopped) return;
     if (this.oper === 'SCRIPTERROR') this.retryStuckRuns();
     if (this.status() === 'UP' && !this.isPull()) {
       while (this.liveWorkers() < this.config.num_workers) {
@@ -1100,13 +1108,13 @@ export class QueueEngine {
    * waited for (an orphan); otherwise the message goes back to que, due in a second.
    */
   private onLost(run: RunEntry): void {
-    for (const t of run.timers) clearTimeout(t);
-    run.timers = [];
     run.starting = false;
     delete run.worker;
     const orphan = this.liveOrphan(run.id);
     if (orphan) {
+      // Its timeout still applies (the timer signals the process group by pid).
       run.orphan = orphan;
+      if (run.destroyOnStart) killGroup(orphan.pid, 'SIGTERM');
       return;
     }
     run.finishing = true;
@@ -1202,8 +1210,6 @@ export class QueueEngine {
   }
 
   private onExit(run: RunEntry, code: number | null, signal: NodeJS.Signals | null): void {
-    for (const t of run.timers) clearTimeout(t);
-    run.timers = [];
     run.finishing = true;
     const exit = {
       pid: run.worker?.pid ?? 0,
@@ -1225,6 +1231,8 @@ export class QueueEngine {
   private async finishRun(run: RunEntry, outcome: RunOutcome): Promise<void> {
     const { store, layout, log } = this.d;
     const dir = layout.msgDir('run', run.id);
+    for (const t of run.timers) clearTimeout(t);
+    run.timers = [];
     if (run.statusTimer) clearTimeout(run.statusTimer);
     run.statusTimer = undefined;
     fs.rmSync(path.join(dir, 'pid'), { force: true });

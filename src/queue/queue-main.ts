@@ -87,10 +87,11 @@ const engine: QueueEngine = new QueueEngine(
 );
 
 let exiting = false;
-/** Exit once the spawners have gone (they are reaped here, not left to init). */
+/** Start nothing more, and exit once the spawners have gone (reaped here, not left to init). */
 function exit(code: number): void {
   if (exiting) return;
   exiting = true;
+  engine.stop();
   void spawner.close(1_000).then(() => {
     log.flush();
     process.exit(code);

@@ -47,7 +47,8 @@ function start(m: Extract<ToSpawner, { t: 'spawn' }>): void {
     fs.writeFileSync(`${m.pidFile}.tmp`, String(worker.pid));
     fs.renameSync(`${m.pidFile}.tmp`, m.pidFile);
   } catch {
-    // The message directory is gone (destroyed while starting); the run still reports.
+    // The run's directory went away under it (removed by hand, or its queue deleted); the
+    // run is still reported, and ends as its worker does.
   }
   send({ t: 'started', n: m.n, pid: worker.pid });
 }

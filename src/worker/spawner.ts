@@ -9,15 +9,19 @@
  * run beside the queue's own work.
  *
  * Spawners are started as runs need them, up to the pool size, and exit after a time
- * without runs. Each spawn
- * request gets its own number; the spawner answers `started` (the pid, after writing the pid file) or `failed`,
- * then relays the worker's status-pipe lines and finally its exit, after the pipe has
- * drained (runner.ts). If a spawner's channel closes with runs under way, their workers'
- * pipes are gone: each one is reported lost, and the queue treats it as after a restart.
+ * without runs. Each spawn request gets its own number; the spawner answers `started`
+ * (the pid, after writing the pid file) or `failed`, then relays the worker's status-pipe
+ * lines and finally its exit, after the pipe has drained (runner.ts). A spawner that
+ * cannot be started fails its runs as a script that cannot be started would. If a
+ * spawner's channel closes with runs under way, their workers' pipes are gone: each run
+ * is reported lost, and the queue treats it as after a restart. After close() (the queue
+ * process is exiting) nothing is reported: the next start's recovery sees the pid files.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { coerceError } from '../domain/errors.js';
+import { QUEUE_NODE_FLAGS } from '../lib/install-root.js';
 import type { Logger } from '../lib/logger.js';
 import { killGroup, type RunningWorker } from './runner.js';
 
@@ -42,7 +46,7 @@ export type FromSpawner =
 
 export interface WorkerEvents {
   onStart(worker: RunningWorker): void;
-  /** The OS refused to start the script (e.g. ENOEXEC); nothing runs. */
+  /** The OS refused to start the script (e.g. ENOEXEC), or a spawner; nothing runs. */
   onFail(error: string): void;
   onLine(line: string): void;
   /** Once, after the worker has exited and its status pipe has drained. */
@@ -95,7 +99,15 @@ export class Spawner {
   spawn(request: SpawnRequest, events: WorkerEvents): void {
     if (this.closed) return;
     let helper = this.helpers.reduce<Helper | undefined>((best, h) => (best && best.starting <= h.starting ? best : h), undefined);
-    if (!helper || (helper.starting > 0 && this.helpers.length < this.poolSize)) helper = this.start();
+    if (!helper || (helper.starting > 0 && this.helpers.length < this.poolSize)) {
+      const started = this.start();
+      if (typeof started === 'string') {
+        this.log.error({ err: started }, 'cannot start a spawner');
+        setImmediate(() => events.onFail(`cannot start a spawner: ${started}`));
+        return;
+      }
+      helper = started;
+    }
     const n = ++this.seq;
     clearTimeout(helper.idle);
     helper.idle = undefined;
@@ -123,33 +135,46 @@ export class Spawner {
   }
 
   private send(helper: Helper, message: ToSpawner): void {
-    // A closed channel is reported once, by 'disconnect', for every run under way.
+    // A closed channel (or one never made) is reported once, by 'disconnect' or 'error',
+    // for every run under way.
+    if (!helper.child.connected) return;
     helper.child.send(message, (e) => {
       if (e) this.log.warn({ err: e.message }, 'cannot reach the spawner');
     });
   }
 
-  private start(): Helper {
-    // A small young generation keeps the spawner small (20 MB anonymous memory, not 30), and
-    // every fork copies what the spawner holds.
-    const child = fork(SPAWNER_MAIN, [this.queue], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--max-semi-space-size=1'] });
+  /** A new spawner, or why fork() refused at once. */
+  private start(): Helper | string {
+    let child: ChildProcess;
+    try {
+      child = fork(SPAWNER_MAIN, [this.queue], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [...QUEUE_NODE_FLAGS] });
+    } catch (e) {
+      return coerceError(e).message;
+    }
     const helper: Helper = { child, runs: new Map(), starting: 0 };
     this.helpers.push(helper);
     child.on('message', (m: FromSpawner) => this.receive(helper, m));
-    // No more messages can come once the channel has closed, or when the fork itself failed.
-    const gone = (): void => {
+    /** No more messages can come: the channel has closed, or the spawner never started. */
+    const gone = (failure?: string): void => {
       const at = this.helpers.indexOf(helper);
       if (at < 0) return;
       this.helpers.splice(at, 1);
-      if (helper.runs.size > 0) this.log.error({ spawner_pid: child.pid, runs: helper.runs.size }, 'a spawner went away with runs under way');
-      const lost = [...helper.runs.values()];
+      clearTimeout(helper.idle);
+      const runs = [...helper.runs.values()];
       helper.runs.clear();
-      for (const events of lost) events.onLost();
+      // Closing: a run may have started after all; recovery finds it by its pid file.
+      if (this.closed || runs.length === 0) return;
+      if (failure !== undefined) {
+        for (const events of runs) events.onFail(`cannot start a spawner: ${failure}`);
+        return;
+      }
+      this.log.error({ spawner_pid: child.pid, runs: runs.length }, 'a spawner went away with runs under way');
+      for (const events of runs) events.onLost();
     };
-    child.on('disconnect', gone);
+    child.on('disconnect', () => gone());
     child.on('error', (e) => {
       this.log.error({ err: e.message }, 'spawner error');
-      if (child.pid === undefined) gone();
+      if (child.pid === undefined) gone(e.message);
     });
     return helper;
   }

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { TestRoot, pidAlive, waitFor, useTestRoot } from '../helpers/install.js';
+import { REPO, TestRoot, pidAlive, waitFor, useTestRoot } from '../helpers/install.js';
 
 const root = useTestRoot();
 let t: TestRoot;
@@ -21,6 +21,11 @@ async function runPid(queue: string, id: string): Promise<number> {
   const file = path.join(t.queueDir(queue), 'run', id, 'pid');
   await waitFor(() => fs.existsSync(file), 10_000, `the pid file of ${id}`);
   return Number(fs.readFileSync(file, 'utf8'));
+}
+
+/** A process's children (a queue process's are its spawners). */
+function childrenOf(pid: number): number[] {
+  return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
 }
 
 /** A process's parent, from /proc/<pid>/stat. */
@@ -126,6 +131,39 @@ describe('recovery', () => {
       process.kill(-pid, 'SIGKILL');
     });
   }
+
+  it('a queue process stopped while a run is starting: the run is started once', async () => {
+    t.addQueue({ name: 'r', script: 'wait-go.sh' });
+    // The spawner holds for 1.5 s after the fork (test/fixtures/slow-spawner.cjs), so the
+    // queue process stops while its first run is still starting.
+    process.env['NODE_OPTIONS'] = `--require ${path.join(REPO, 'test/fixtures/slow-spawner.cjs')}`;
+    let queue;
+    try {
+      queue = await t.start('r');
+    } finally {
+      delete process.env['NODE_OPTIONS'];
+    }
+    const id = await t.send('r', {});
+    expect(fs.existsSync(path.join(t.queueDir('r'), 'run', id, 'pid'))).toBe(false);
+    const [spawner] = childrenOf(queue.pid!);
+    expect(spawner).toBeDefined();
+    await waitFor(() => childrenOf(spawner!).length > 0, 10_000, 'the spawner to fork the worker');
+    expect(fs.existsSync(path.join(t.queueDir('r'), 'run', id, 'pid'))).toBe(false);
+    const gone = new Promise((r) => queue.once('exit', r));
+    queue.kill('SIGTERM');
+    await gone;
+    // The stopping queue leaves the run where it is; the spawner writes the worker's pid
+    // file and exits; the next start waits for that worker instead of starting another.
+    await waitFor(() => !pidAlive(spawner!), 10_000, 'the spawner to exit');
+    const pid = await runPid('r', id);
+    await t.start('r');
+    expect(pidAlive(pid)).toBe(true);
+    expect(await t.state('r', id)).toBe('run');
+    expect(await runPid('r', id)).toBe(pid);
+    const log = fs.readFileSync(path.join(t.queueDir('r'), 'run', id, 'job/stdio.log'), 'utf8');
+    expect(log.match(/RQ START/g)).toHaveLength(1);
+    process.kill(-pid, 'SIGKILL');
+  });
 
   it('a reused pid is not mistaken for the old worker', async () => {
     t.addQueue({ name: 'r', script: 'sleep.sh' });

@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { TestRoot, pidAlive, shortId, waitFor, useTestRoot } from '../helpers/install.js';
+import { REPO, TestRoot, pidAlive, shortId, waitFor, useTestRoot } from '../helpers/install.js';
 
 const root = useTestRoot();
 let t: TestRoot;
@@ -215,9 +215,15 @@ describe('destroy', () => {
 
   it('TERMs a worker that is still starting as soon as it has started', async () => {
     t.addQueue({ name: 'w', script: 'hang.sh' });
-    await t.start('w');
-    // The queue's first run waits for its spawner process to start: no pid yet.
+    // The spawner holds for 1.5 s after the fork (test/fixtures/slow-spawner.cjs).
+    process.env['NODE_OPTIONS'] = `--require ${path.join(REPO, 'test/fixtures/slow-spawner.cjs')}`;
+    try {
+      await t.start('w');
+    } finally {
+      delete process.env['NODE_OPTIONS'];
+    }
     const id = await t.send('w', {});
+    expect(await t.state('w', id)).toBe('run');
     expect(fs.existsSync(path.join(t.queueDir('w'), 'run', id, 'pid'))).toBe(false);
     expect(await t.rpc('w', 'destroy_message', { msg_id: id })).toEqual(['ok', 'msg destroyed']);
     expect(await t.waitState('w', id, 'err')).toMatch(/SIGTERM \(signal 15\)$/);
@@ -232,7 +238,7 @@ describe('spawners', () => {
 
   it('a spawner with no runs for RQ_SPAWNER_IDLE_MS exits, and the next message starts a new one', async () => {
     t.addQueue({ name: 'w', script: 'done.sh' });
-    process.env['RQ_SPAWNER_IDLE_MS'] = '1000';
+    process.env['RQ_SPAWNER_IDLE_MS'] = '3000';
     let queue;
     try {
       queue = await t.start('w');
@@ -244,8 +250,8 @@ describe('spawners', () => {
     expect(await t.waitState('w', first, 'done')).toBe('done - all good');
     const [spawner] = childrenOf(queue.pid!);
     expect(spawner).toBeDefined();
-    await waitFor(() => !pidAlive(spawner!), 5000, 'the idle spawner to exit');
-    expect(childrenOf(queue.pid!)).toEqual([]);
+    await waitFor(() => childrenOf(queue.pid!).length === 0, 10_000, 'the idle spawner to exit');
+    expect(pidAlive(spawner!)).toBe(false);
     const second = await t.send('w', {});
     expect(await t.waitState('w', second, 'done')).toBe('done - all good');
   });
