@@ -72,23 +72,43 @@ export function parseLine(line: string): WorkerReport {
 }
 
 /**
+ * The longest line kept, in UTF-16 units: a longer one is cut to its first 64 Ki (the
+ * rest, up to its LF, is dropped), so a worker writing endless bytes without a newline
+ * cannot grow its reader without bound. A status line is a short text.
+ */
+export const MAX_LINE = 65_536;
+
+/**
  * Splits a byte stream into lines, carrying a partial line over to the next chunk
  * (the original dropped it). A final line without LF is delivered by `end()`. A UTF-8
- * character cut between two chunks is decoded whole.
+ * character cut between two chunks is decoded whole. Lines longer than MAX_LINE are cut.
  */
 export function createLineSplitter(onLine: (line: string) => void): { push(chunk: Buffer): void; end(): void } {
   const decoder = new StringDecoder('utf8');
   let partial = '';
+  /** The partial line has been cut: drop what comes until its LF. */
+  let cut = false;
+  const take = (text: string): string => (cut ? '' : text);
   return {
     push(chunk) {
-      const lines = (partial + decoder.write(chunk)).split('\n');
-      partial = lines.pop() ?? '';
-      for (const line of lines) onLine(line);
+      const lines = decoder.write(chunk).split('\n');
+      const last = lines.pop() ?? '';
+      for (const piece of lines) {
+        onLine((partial + take(piece)).slice(0, MAX_LINE));
+        partial = '';
+        cut = false;
+      }
+      partial += take(last);
+      if (partial.length > MAX_LINE) {
+        partial = partial.slice(0, MAX_LINE);
+        cut = true;
+      }
     },
     end() {
-      partial += decoder.end();
-      if (partial) onLine(partial);
+      partial += take(decoder.end());
+      if (partial) onLine(partial.slice(0, MAX_LINE));
       partial = '';
+      cut = false;
     },
   };
 }

@@ -2,7 +2,7 @@
  * Entry point of a queue's spawner: `node dist/src/worker/spawner-main.js <queue>`, forked
  * by its queue process (spawner.ts) with an IPC channel and nothing else to do. It starts
  * each worker with runner.ts, writes the worker's pid file, and relays the worker's start,
- * status-pipe lines and exit to the queue process; the queue's answers to `dup` come back
+ * status-pipe lines (batched) and exit to the queue process; the queue's answers to `dup` come back
  * the same way and go to the worker's fd 4.
  *
  * When the channel closes (the queue process has exited or died) the spawner exits too.
@@ -24,6 +24,13 @@ function send(message: FromSpawner): void {
 }
 
 function start(m: Extract<ToSpawner, { t: 'spawn' }>): void {
+  // Lines go out in one message per turn of the loop, not one each: a worker flooding
+  // its pipe costs a message per pipe read.
+  let lines: string[] = [];
+  const flush = (): void => {
+    if (lines.length > 0) send({ t: 'lines', n: m.n, lines });
+    lines = [];
+  };
   let worker: RunningWorker;
   try {
     worker = spawnWorker({
@@ -32,9 +39,12 @@ function start(m: Extract<ToSpawner, { t: 'spawn' }>): void {
       env: m.env,
       logFile: m.logFile,
       realScript: m.realScript,
-      onLine: (line) => send({ t: 'line', n: m.n, line }),
+      onLine: (line) => {
+        if (lines.push(line) === 1) setImmediate(flush);
+      },
       onExit: (code, signal) => {
         workers.delete(m.n);
+        flush();
         send({ t: 'exit', n: m.n, code, signal });
       },
     });

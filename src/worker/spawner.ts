@@ -41,7 +41,7 @@ export type ToSpawner = ({ t: 'spawn'; n: number } & SpawnRequest) | { t: 'reply
 export type FromSpawner =
   | { t: 'started'; n: number; pid: number }
   | { t: 'failed'; n: number; error: string }
-  | { t: 'line'; n: number; line: string }
+  | { t: 'lines'; n: number; lines: string[] }
   | { t: 'exit'; n: number; code: number | null; signal: NodeJS.Signals | null };
 
 export interface WorkerEvents {
@@ -198,8 +198,8 @@ export class Spawner {
         this.ended(helper, m.n);
         events.onFail(m.error);
         return;
-      case 'line':
-        events.onLine(m.line);
+      case 'lines':
+        for (const line of m.lines) events.onLine(line);
         return;
       case 'exit':
         this.ended(helper, m.n);

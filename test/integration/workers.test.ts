@@ -58,6 +58,12 @@ describe('end of a run', () => {
     expect(await t.rpc('w', 'ping', '')).toEqual(['pong']);
   });
 
+  it('a flood of lines and an endless line on the pipe cannot hurt the queue', async () => {
+    const r = await runOne('flood.sh');
+    expect(r).toMatchObject({ state: 'done', status: 'done - flooded' });
+    expect(await t.rpc('w', 'ping', '')).toEqual(['pong']);
+  });
+
   it('a missing script is SCRIPTERROR, and the queue recovers when the script appears', async () => {
     t.addQueue({ name: 'w', script: 'later.sh' });
     await t.start('w');

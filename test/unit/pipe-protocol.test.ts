@@ -3,6 +3,7 @@
 // stream becomes lines.
 import { describe, expect, it } from 'vitest';
 import {
+  MAX_LINE,
   createLineSplitter,
   isCompletion,
   parseLine,
@@ -161,6 +162,21 @@ describe('createLineSplitter', () => {
     c.push('done\n');
     c.end();
     expect(c.lines).toEqual(['done']);
+  });
+
+  it('cuts a line longer than MAX_LINE to its start, over many chunks, and keeps the next line whole', () => {
+    const c = collect();
+    c.push(`done ${'x'.repeat(MAX_LINE)}`);
+    for (let i = 0; i < 20; i++) c.push('y'.repeat(100_000));
+    c.push('z\nrun next\n');
+    expect(c.lines).toEqual([`done ${'x'.repeat(MAX_LINE - 5)}`, 'run next']);
+  });
+
+  it('cuts a long last line without LF at end() too', () => {
+    const c = collect();
+    c.push(`err ${'x'.repeat(3 * MAX_LINE)}`);
+    c.end();
+    expect(c.lines).toEqual([`err ${'x'.repeat(MAX_LINE - 4)}`]);
   });
 
   it('keeps empty lines, which write a null status', () => {
