@@ -1119,7 +1119,8 @@ export class QueueEngine {
     }
     run.finishing = true;
     this.d.log.warn({ msg_id: run.id }, 'worker lost with the spawner; requeued for 1 s from now');
-    // Not at once: a spawner that cannot start at all would otherwise be restarted in a tight loop.
+    // Not at once: a spawner that dies as soon as it starts would otherwise be restarted in a
+    // tight loop.
     void this.finishRun(run, { state: 'que', delaySec: 1 });
   }
 

@@ -187,9 +187,7 @@ export class Spawner {
         helper.starting--;
         events.onStart({
           pid: m.pid,
-          reply: (line) => {
-            if (helper.child.connected) this.send(helper, { t: 'reply', n: m.n, line });
-          },
+          reply: (line) => this.send(helper, { t: 'reply', n: m.n, line }),
           kill: (signal) => killGroup(m.pid, signal),
         });
         return;
