@@ -97,11 +97,11 @@ export class TestRoot {
     fs.writeFileSync(path.join(this.queueDir(spec.name), 'config.json'), JSON.stringify(config));
   }
 
-  /** Start the queue process and wait until it answers ping. */
-  async start(name: string): Promise<ChildProcess> {
+  /** Start the queue process (with `env` added to its environment) and wait until it answers ping. */
+  async start(name: string, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
     const child = spawn(process.execPath, [QUEUE_MAIN, name], {
       cwd: this.root,
-      env: { ...process.env, RQ_ROOT: this.root, RQ_FATAL_DELAY_MS: '0', RQ_LOG_LEVEL: 'debug' },
+      env: { ...process.env, RQ_ROOT: this.root, RQ_FATAL_DELAY_MS: '0', RQ_LOG_LEVEL: 'debug', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -236,6 +236,25 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs 
     if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * A queue process's environment in which its spawner holds each spawn for 1.5 s after the
+ * fork (test/fixtures/slow-spawner.cjs), so a test can act on a run that is still starting.
+ */
+export const SLOW_SPAWNER_ENV: NodeJS.ProcessEnv = {
+  NODE_OPTIONS: `--require ${path.join(REPO, 'test/fixtures/slow-spawner.cjs')}`,
+};
+
+/** A process's children (a queue process's are its spawners; a spawner's, its workers). */
+export function childrenOf(pid: number): number[] {
+  return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+}
+
+/** A process's parent, from /proc/<pid>/stat. */
+export function parentPid(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }
 
 /** Whether a process is alive; an unreaped zombie is not. */

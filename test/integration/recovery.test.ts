@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { REPO, TestRoot, pidAlive, waitFor, useTestRoot } from '../helpers/install.js';
+import { SLOW_SPAWNER_ENV, TestRoot, childrenOf, parentPid, pidAlive, waitFor, useTestRoot } from '../helpers/install.js';
 
 const root = useTestRoot();
 let t: TestRoot;
@@ -21,17 +21,6 @@ async function runPid(queue: string, id: string): Promise<number> {
   const file = path.join(t.queueDir(queue), 'run', id, 'pid');
   await waitFor(() => fs.existsSync(file), 10_000, `the pid file of ${id}`);
   return Number(fs.readFileSync(file, 'utf8'));
-}
-
-/** A process's children (a queue process's are its spawners). */
-function childrenOf(pid: number): number[] {
-  return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-}
-
-/** A process's parent, from /proc/<pid>/stat. */
-function parentPid(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }
 
 describe('recovery', () => {
@@ -134,15 +123,9 @@ describe('recovery', () => {
 
   it('a queue process stopped while a run is starting: the run is started once', async () => {
     t.addQueue({ name: 'r', script: 'wait-go.sh' });
-    // The spawner holds for 1.5 s after the fork (test/fixtures/slow-spawner.cjs), so the
-    // queue process stops while its first run is still starting.
-    process.env['NODE_OPTIONS'] = `--require ${path.join(REPO, 'test/fixtures/slow-spawner.cjs')}`;
-    let queue;
-    try {
-      queue = await t.start('r');
-    } finally {
-      delete process.env['NODE_OPTIONS'];
-    }
+    // The spawner holds each spawn for 1.5 s after the fork, so the queue process stops
+    // while its first run is still starting.
+    const queue = await t.start('r', SLOW_SPAWNER_ENV);
     const id = await t.send('r', {});
     expect(fs.existsSync(path.join(t.queueDir('r'), 'run', id, 'pid'))).toBe(false);
     const [spawner] = childrenOf(queue.pid!);
@@ -214,14 +197,7 @@ describe('recovery', () => {
   it('keeps every due time when the index is compacted while commits are in flight', async () => {
     t.addQueue({ name: 'r', script: 'done.sh', num_workers: 0 });
     // A tick compacts the index once its journal holds more than 4 lines per waiting message.
-    const start = async (): Promise<void> => {
-      process.env['RQ_INDEX_COMPACT_LINES'] = '0';
-      try {
-        await t.start('r');
-      } finally {
-        delete process.env['RQ_INDEX_COMPACT_LINES'];
-      }
-    };
+    const start = (): Promise<unknown> => t.start('r', { RQ_INDEX_COMPACT_LINES: '0' });
     await start();
     const index = path.join(t.queueDir('r'), 'que.index');
     const due = Math.floor(Date.now() / 1000) + 3600;

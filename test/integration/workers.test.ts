@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { REPO, TestRoot, pidAlive, shortId, waitFor, useTestRoot } from '../helpers/install.js';
+import { SLOW_SPAWNER_ENV, TestRoot, childrenOf, pidAlive, shortId, waitFor, useTestRoot } from '../helpers/install.js';
 
 const root = useTestRoot();
 let t: TestRoot;
@@ -221,13 +221,8 @@ describe('destroy', () => {
 
   it('TERMs a worker that is still starting as soon as it has started', async () => {
     t.addQueue({ name: 'w', script: 'hang.sh' });
-    // The spawner holds for 1.5 s after the fork (test/fixtures/slow-spawner.cjs).
-    process.env['NODE_OPTIONS'] = `--require ${path.join(REPO, 'test/fixtures/slow-spawner.cjs')}`;
-    try {
-      await t.start('w');
-    } finally {
-      delete process.env['NODE_OPTIONS'];
-    }
+    // The spawner holds each spawn for 1.5 s after the fork.
+    await t.start('w', SLOW_SPAWNER_ENV);
     const id = await t.send('w', {});
     expect(await t.state('w', id)).toBe('run');
     expect(fs.existsSync(path.join(t.queueDir('w'), 'run', id, 'pid'))).toBe(false);
@@ -237,20 +232,9 @@ describe('destroy', () => {
 });
 
 describe('spawners', () => {
-  /** The queue process's children: its spawners (scripts are the spawners' children). */
-  function childrenOf(pid: number): number[] {
-    return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  }
-
   it('a spawner with no runs for RQ_SPAWNER_IDLE_MS exits, and the next message starts a new one', async () => {
     t.addQueue({ name: 'w', script: 'done.sh' });
-    process.env['RQ_SPAWNER_IDLE_MS'] = '3000';
-    let queue;
-    try {
-      queue = await t.start('w');
-    } finally {
-      delete process.env['RQ_SPAWNER_IDLE_MS'];
-    }
+    const queue = await t.start('w', { RQ_SPAWNER_IDLE_MS: '3000' });
     expect(childrenOf(queue.pid!)).toEqual([]);
     const first = await t.send('w', {});
     expect(await t.waitState('w', first, 'done')).toBe('done - all good');
