@@ -28,7 +28,7 @@ import { fullId, hostUrl, isSafeId, isShortId, parseFullId, type HostInfo } from
 import { PARAM_KEYS, buildMessage, fieldText, type Message, type MessageInput } from '../domain/message.js';
 import { isValidQueueName } from '../domain/names.js';
 import { parseQueueConfig, type QueueConfig } from '../domain/queue-config.js';
-import type { State } from '../domain/states.js';
+import { TRANSITIONS, type State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
 import { checkAttachmentSource } from '../store/attachment-source.js';
 import { attachmentNames, hashFile } from '../store/attachments.js';
@@ -636,14 +636,15 @@ export class QueueEngine {
    * all of a running message), else from `msg`, read once; the status text when asked
    * for. `reads` counts the files read. Own fields only: `constructor` is not a field.
    */
-  private lazyView(state: State, { id, entry, run }: Listed): { field(f: string): unknown; whole(): MessageView; readonly reads: number } {
+  private lazyView(listed: State, { id, entry, run }: Listed): { field(f: string): unknown; whole(): MessageView; readonly reads: number } {
+    let state = listed;
     let msg = run?.msg;
     let status: string | undefined;
     let reads = 0;
     const msgOf = (): Message => {
       if (msg === undefined) {
         reads++;
-        msg = this.d.store.readMsg(state, id);
+        [state, msg] = this.readMoving(state, id);
       }
       return msg;
     };
@@ -670,6 +671,24 @@ export class QueueEngine {
       },
       whole: () => this.viewOf(state, id, msgOf(), statusOf()),
     };
+  }
+
+  /**
+   * A listed message's `msg`, and the state it was read in: `state`, or one legal move on
+   * when its directory is gone from there. A move renames before its group commit's
+   * directory fsync ends, and memory follows only then, so for those milliseconds memory
+   * still lists the message where it was (a cron message being committed is in memory's
+   * prep and on disk in que). Throws when it is in neither (deleted, or unreadable).
+   */
+  private readMoving(state: State, id: string): [State, Message] {
+    try {
+      return [state, this.d.store.readMsg(state, id)];
+    } catch (e) {
+      if (this.d.store.exists(state, id)) throw e;
+      const to = TRANSITIONS[state].find((s) => this.d.store.exists(s, id));
+      if (to === undefined) throw e;
+      return [to, this.d.store.readMsg(to, id)];
+    }
   }
 
   // ───────────────────────────── lookups ─────────────────────────────
