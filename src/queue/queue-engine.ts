@@ -678,7 +678,8 @@ export class QueueEngine {
    * when its directory is gone from there. A move renames before its group commit's
    * directory fsync ends, and memory follows only then, so for those milliseconds memory
    * still lists the message where it was (a cron message being committed is in memory's
-   * prep and on disk in que). Throws when it is in neither (deleted, or unreadable).
+   * prep and on disk in que; a finished run is in memory's run and on disk in done).
+   * Throws RQ_NOT_FOUND when it is in neither (deleted), the read's error when unreadable.
    */
   private readMoving(state: State, id: string): [State, Message] {
     try {
@@ -686,7 +687,7 @@ export class QueueEngine {
     } catch (e) {
       if (this.d.store.exists(state, id)) throw e;
       const to = TRANSITIONS[state].find((s) => this.d.store.exists(s, id));
-      if (to === undefined) throw e;
+      if (to === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found', { cause: e });
       return [to, this.d.store.readMsg(to, id)];
     }
   }
@@ -735,13 +736,22 @@ export class QueueEngine {
     return { ...msg, path: this.d.layout.displayPath(state, id), status, state };
   }
 
+  /**
+   * get_message: the read view with `_attachments`. A message caught in a move (see
+   * readMoving) is shown where it is on disk, not "not found" for those milliseconds.
+   */
   async getMessage(id: string): Promise<MessageView> {
-    const state = this.find(id);
+    const listed = this.stateOf(id);
+    if (listed === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found');
     const { layout } = this.d;
+    let state: State;
     let view: MessageView;
     try {
-      view = this.viewOf(state, id, this.d.store.readMsg(state, id), this.statusText(state, id));
+      let msg: Message;
+      [state, msg] = this.readMoving(listed, id);
+      view = this.viewOf(state, id, msg, this.statusText(state, id));
     } catch (e) {
+      if (e instanceof RqError && e.code === 'RQ_NOT_FOUND') throw e;
       throw new RqError('RQ_BAD_MESSAGE', "msg couldn't be read", { cause: e });
     }
     const dir = layout.msgDir(state, id);
