@@ -639,7 +639,8 @@ export class QueueEngine {
   private lazyView(listed: State, { id, entry, run }: Listed): { field(f: string): unknown; whole(): MessageView; readonly reads: number } {
     let state = listed;
     let msg = run?.msg;
-    let status: string | undefined;
+    /** The status text, and the state it was read for (a read one move on changes the state). */
+    let status: { state: State; text: string } | undefined;
     let reads = 0;
     const msgOf = (): Message => {
       if (msg === undefined) {
@@ -649,11 +650,11 @@ export class QueueEngine {
       return msg;
     };
     const statusOf = (): string => {
-      if (status === undefined) {
+      if (status?.state !== state) {
         reads++;
-        status = this.statusText(state, id);
+        status = { state, text: this.statusText(state, id) };
       }
-      return status;
+      return status.text;
     };
     return {
       get reads() {
@@ -669,7 +670,11 @@ export class QueueEngine {
         const m = msgOf();
         return Object.hasOwn(m, f) ? m[f] : undefined;
       },
-      whole: () => this.viewOf(state, id, msgOf(), statusOf()),
+      // `msg` first: reading it may find the message one move on, and the rest must agree.
+      whole: () => {
+        const m = msgOf();
+        return this.viewOf(state, id, m, statusOf());
+      },
     };
   }
 
@@ -1080,6 +1085,9 @@ export class QueueEngine {
     const dir = layout.msgDir('run', run.id);
     const jobDir = path.join(dir, 'job');
     fs.mkdirSync(jobDir, { recursive: true });
+    // Decided here, with the script check: a start reported later must not undo a
+    // SCRIPTERROR found since.
+    this.oper = 'UP';
     run.starting = true;
     this.d.spawner.spawn(
       {
@@ -1111,7 +1119,6 @@ export class QueueEngine {
     run.starting = false;
     run.worker = worker;
     run.spawnedAt = Date.now();
-    this.oper = 'UP';
     const { log } = this.d;
     if (run.destroyOnStart) {
       log.info({ msg_id: run.id, worker_pid: worker.pid }, 'message destroyed');

@@ -87,12 +87,20 @@ const engine: QueueEngine = new QueueEngine(
 );
 
 let exiting = false;
-/** Start nothing more, and exit once the spawners have gone (reaped here, not left to init). */
+/**
+ * Start nothing more and take no new request (closing the server removes the socket), and
+ * exit once the spawners have gone (reaped here, not left to init) and the requests under
+ * way have been answered, waiting at most a second for either.
+ */
 function exit(code: number): void {
   if (exiting) return;
   exiting = true;
   engine.stop();
-  void spawner.close(1_000).then(() => {
+  const answered = new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    setTimeout(resolve, 1_000).unref();
+  });
+  void Promise.all([spawner.close(1_000), answered]).then(() => {
     log.flush();
     process.exit(code);
   });

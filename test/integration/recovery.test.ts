@@ -148,6 +148,27 @@ describe('recovery', () => {
     process.kill(-pid, 'SIGKILL');
   });
 
+  it('a stopping queue process takes no new request while it waits for its spawner', async () => {
+    t.addQueue({ name: 'r', script: 'wait-go.sh' });
+    // The spawner is held 1.5 s in its first spawn, so the stopping queue waits its full second for it.
+    const queue = await t.start('r', SLOW_SPAWNER_ENV);
+    const id = await t.send('r', {});
+    const [spawner] = childrenOf(queue.pid!);
+    await waitFor(() => childrenOf(spawner!).length > 0, 10_000, 'the spawner to fork the worker');
+    const socket = path.join(t.queueDir('r'), 'queue.sock');
+    const gone = new Promise((r) => queue.once('exit', r));
+    queue.kill('SIGTERM');
+    // The socket goes at once, while the process still waits: a client is refused rather
+    // than told ok by a process about to exit.
+    await waitFor(() => !fs.existsSync(socket), 5_000, 'the socket to be removed');
+    expect(pidAlive(queue.pid!)).toBe(true);
+    expect(await t.rpc('r', 'create_message', { dest: 'r' })).toBeNull();
+    await gone;
+    expect(fs.readdirSync(path.join(t.queueDir('r'), 'que'))).toEqual([]);
+    const pid = await runPid('r', id);
+    process.kill(-pid, 'SIGKILL');
+  });
+
   it('a reused pid is not mistaken for the old worker', async () => {
     t.addQueue({ name: 'r', script: 'sleep.sh' });
     await t.start('r');

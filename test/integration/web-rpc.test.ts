@@ -306,7 +306,10 @@ describe('search', () => {
     // The operator's mv stands for those milliseconds (a cron message's commit is one).
     fs.renameSync(messageDir('s', 'prep', ids['ear']!), messageDir('s', 'que', ids['ear']!));
     const [view] = (await search({ query: { param1: 'ear' }, exact: true })).messages;
-    expect(view).toMatchObject({ msg_id: ids['ear'], param1: 'ear', state: 'que', path: `queue/s/que/${ids['ear']}` });
+    expect(view).toMatchObject({ msg_id: ids['ear'], param1: 'ear', state: 'que', path: `queue/s/que/${ids['ear']}`, status: 'que' });
+    // Matched on the id alone (nothing read before the view), and on the status: the same view.
+    expect((await search({ text: ids['ear']! })).messages).toEqual([view]);
+    expect((await search({ query: { status: 'prep', param1: 'ear' }, exact: true })).messages).toEqual([view]);
     // get_message too, rather than "msg not found" for those milliseconds.
     expect(await t.rpc('s', 'get_message', { msg_id: ids['ear'] })).toEqual(['ok', view]);
     // Gone from both: not shown, not found.
