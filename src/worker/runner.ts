@@ -110,11 +110,22 @@ export interface RunningWorker {
   kill(signal: NodeJS.Signals): void;
 }
 
+/** A worker started here, whose status pipe its reader can hold back. */
+export interface SpawnedWorker extends RunningWorker {
+  /**
+   * Stop or go on reading the status pipe: a worker writing faster than its lines can be
+   * passed on then blocks on its own writes, as with any full pipe. Once the worker has
+   * exited, Node reads its pipes again whatever was asked (child_process flushStdio), so
+   * the drain after an exit, and its grace, are as before.
+   */
+  holdLines(hold: boolean): void;
+}
+
 /** How long after exit to wait for a status pipe a grandchild still holds open. */
 const DRAIN_GRACE_MS = 100;
 
 /** Spawn the worker; throws when the OS refuses (e.g. ENOEXEC, ENOENT). */
-export function spawnWorker(spec: SpawnSpec): RunningWorker {
+export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
   const logFd = fs.openSync(spec.logFile, 'a');
   let child: ChildProcess;
   try {
@@ -185,5 +196,10 @@ export function spawnWorker(spec: SpawnSpec): RunningWorker {
       if (!replyPipe.destroyed && replyPipe.writable) replyPipe.write(`${line}\n`);
     },
     kill: (signal) => killGroup(pid, signal),
+    holdLines(hold) {
+      if (finished) return;
+      if (hold) statusPipe.pause();
+      else statusPipe.resume();
+    },
   };
 }

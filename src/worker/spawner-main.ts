@@ -11,12 +11,12 @@
  */
 import fs from 'node:fs';
 import { coerceError } from '../domain/errors.js';
-import { spawnWorker, type RunningWorker } from './runner.js';
+import { spawnWorker, type SpawnedWorker } from './runner.js';
 import type { FromSpawner, ToSpawner } from './spawner.js';
 
 process.title = `[rq-spawn] [${process.argv[2] ?? ''}]`;
 
-const workers = new Map<number, RunningWorker>();
+const workers = new Map<number, SpawnedWorker>();
 
 function send(message: FromSpawner): void {
   // The channel may already be closing; 'disconnect' below ends the process then.
@@ -25,13 +25,21 @@ function send(message: FromSpawner): void {
 
 function start(m: Extract<ToSpawner, { t: 'spawn' }>): void {
   // Lines go out in one message per turn of the loop, not one each: a worker flooding
-  // its pipe costs a message per pipe read.
+  // its pipe costs a message per pipe read. While a message is on its way, the worker's
+  // pipe is not read: a queue process slower than the worker holds the worker back,
+  // instead of its lines piling up here.
   let lines: string[] = [];
   const flush = (): void => {
-    if (lines.length > 0) send({ t: 'lines', n: m.n, lines });
+    if (lines.length === 0) return;
+    const batch = lines;
     lines = [];
+    if (!process.connected) return;
+    worker.holdLines(true);
+    process.send?.({ t: 'lines', n: m.n, lines: batch } satisfies FromSpawner, (e: Error | null) => {
+      if (!e) worker.holdLines(false);
+    });
   };
-  let worker: RunningWorker;
+  let worker: SpawnedWorker;
   try {
     worker = spawnWorker({
       argv: m.argv,

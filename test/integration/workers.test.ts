@@ -58,6 +58,28 @@ describe('end of a run', () => {
     expect(await t.rpc('w', 'ping', '')).toEqual(['pong']);
   });
 
+  it('a worker writing faster than its queue process reads is held back, not buffered by its spawner', async () => {
+    t.addQueue({ name: 'w', script: 'torrent.sh' });
+    const queue = await t.start('w');
+    const id = await t.send('w', {});
+    const [spawner] = childrenOf(queue.pid!);
+    await waitFor(() => childrenOf(spawner!).length > 0, 10_000, 'the spawner to start the worker');
+    const rssMb = (): number => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${spawner}/status`, 'utf8'))![1]) / 1024;
+    const before = rssMb();
+    // The queue process stops reading for 2 s while the worker writes all it can.
+    process.kill(queue.pid!, 'SIGSTOP');
+    let grown: number;
+    try {
+      await new Promise((r) => setTimeout(r, 2_000));
+      grown = rssMb() - before;
+    } finally {
+      process.kill(queue.pid!, 'SIGCONT');
+    }
+    expect(grown).toBeLessThan(32);
+    await waitFor(async () => (await t.state('w', id)) === 'done', 60_000, 'the torrent to be read');
+    expect(await t.statusOf('w', id)).toBe('done - torrent');
+  });
+
   it('a flood of lines and an endless line on the pipe cannot hurt the queue', async () => {
     const r = await runOne('flood.sh');
     expect(r).toMatchObject({ state: 'done', status: 'done - flooded' });

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { localTimestamp } from '../../src/lib/local-time.js';
-import { commandArgv, spawnWorker } from '../../src/worker/runner.js';
+import { commandArgv, spawnWorker, type SpawnedWorker } from '../../src/worker/runner.js';
 
 const SCRIPT = '/srv/rq/test/test_script.sh';
 
@@ -112,6 +112,41 @@ describe('spawnWorker', () => {
       blockLoop(800);
       await ended;
       expect(lines).toEqual(['done']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a held status pipe gives up no line until it is let go', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-test-runner-'));
+    try {
+      const script = path.join(dir, 'reports.sh');
+      fs.writeFileSync(script, '#!/bin/sh\necho "run 1" >&3\necho done >&3\nsleep 0.5\n', { mode: 0o755 });
+      const lines: string[] = [];
+      let worker!: SpawnedWorker;
+      let over = false;
+      const ended = new Promise<void>((resolve) => {
+        worker = spawnWorker({
+          argv: [script],
+          cwd: dir,
+          env: {},
+          logFile: path.join(dir, 'stdio.log'),
+          realScript: script,
+          onLine: (line) => lines.push(line),
+          onExit: () => {
+            over = true;
+            resolve();
+          },
+        });
+      });
+      // Held from the start, as a spawner holds a worker while its lines are on their way.
+      worker.holdLines(true);
+      // Both lines are written at once; the worker then sleeps for half a second.
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      expect({ over, lines }).toEqual({ over: false, lines: [] });
+      worker.holdLines(false);
+      await ended;
+      expect(lines).toEqual(['run 1', 'done']);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
