@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { localTimestamp } from '../../src/lib/local-time.js';
 import { commandArgv, spawnWorker, type SpawnedWorker } from '../../src/worker/runner.js';
 
@@ -80,75 +80,60 @@ describe('localTimestamp', () => {
 });
 
 describe('spawnWorker', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-test-runner-'));
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
   /** Block this thread (the event loop) for `ms`, as a long synchronous step of the queue process would. */
   const blockLoop = (ms: number): void => {
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
   };
 
+  /** Start a `sh` script of this body: its status lines so far, and `ended` once its exit is reported. */
+  const start = (body: string): { worker: SpawnedWorker; lines: string[]; ended: Promise<void> } => {
+    const script = path.join(dir, 'worker.sh');
+    fs.writeFileSync(script, `#!/bin/sh\n${body}`, { mode: 0o755 });
+    const lines: string[] = [];
+    let reported = (): void => {};
+    const ended = new Promise<void>((resolve) => (reported = resolve));
+    const worker = spawnWorker({
+      argv: [script],
+      cwd: dir,
+      env: {},
+      logFile: path.join(dir, 'stdio.log'),
+      realScript: script,
+      onLine: (line) => lines.push(line),
+      onExit: () => reported(),
+    });
+    return { worker, lines, ended };
+  };
+
   it('reads the status pipe before its drain grace ends, even when the loop was blocked past it', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-test-runner-'));
-    try {
-      // The script exits at once; a process it leaves behind holds fd 3 and reports done later.
-      const script = path.join(dir, 'late.sh');
-      fs.writeFileSync(script, '#!/bin/sh\n(sleep 0.3; echo done >&3) &\nexit 0\n', { mode: 0o755 });
-      const lines: string[] = [];
-      let pid = 0;
-      const ended = new Promise<void>((resolve) => {
-        ({ pid } = spawnWorker({
-          argv: [script],
-          cwd: dir,
-          env: {},
-          logFile: path.join(dir, 'stdio.log'),
-          realScript: script,
-          onLine: (line) => lines.push(line),
-          onExit: () => resolve(),
-        }));
-      });
-      // Once the exit has been seen (the worker reaped: the 100 ms grace is running), a
-      // step after the loop's I/O poll keeps it busy for 800 ms, and the report arrives in
-      // the middle of it. The loop's next turn starts with its timers.
-      while (fs.existsSync(`/proc/${pid}`)) await new Promise((resolve) => setTimeout(resolve, 2));
-      await new Promise((resolve) => setImmediate(resolve));
-      blockLoop(800);
-      await ended;
-      expect(lines).toEqual(['done']);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    // The script exits at once; a process it leaves behind holds fd 3 and reports done later.
+    const { worker, lines, ended } = start('(sleep 0.3; echo done >&3) &\nexit 0\n');
+    // Once the exit has been seen (the worker reaped: the 100 ms grace is running), a
+    // step after the loop's I/O poll keeps it busy for 800 ms, and the report arrives in
+    // the middle of it. The loop's next turn starts with its timers.
+    while (fs.existsSync(`/proc/${worker.pid}`)) await new Promise((resolve) => setTimeout(resolve, 2));
+    await new Promise((resolve) => setImmediate(resolve));
+    blockLoop(800);
+    await ended;
+    expect(lines).toEqual(['done']);
   });
 
   it('a held status pipe gives up no line until it is let go', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-test-runner-'));
-    try {
-      const script = path.join(dir, 'reports.sh');
-      fs.writeFileSync(script, '#!/bin/sh\necho "run 1" >&3\necho done >&3\nsleep 0.5\n', { mode: 0o755 });
-      const lines: string[] = [];
-      let worker!: SpawnedWorker;
-      let over = false;
-      const ended = new Promise<void>((resolve) => {
-        worker = spawnWorker({
-          argv: [script],
-          cwd: dir,
-          env: {},
-          logFile: path.join(dir, 'stdio.log'),
-          realScript: script,
-          onLine: (line) => lines.push(line),
-          onExit: () => {
-            over = true;
-            resolve();
-          },
-        });
-      });
-      // Held from the start, as a spawner holds a worker while its lines are on their way.
-      worker.holdLines(true);
-      // Both lines are written at once; the worker then sleeps for half a second.
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      expect({ over, lines }).toEqual({ over: false, lines: [] });
-      worker.holdLines(false);
-      await ended;
-      expect(lines).toEqual(['run 1', 'done']);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    // Both lines are written at once; the worker then sleeps for half a second.
+    const { worker, lines, ended } = start('echo "run 1" >&3\necho done >&3\nsleep 0.5\n');
+    let over = false;
+    void ended.then(() => (over = true));
+    // Held from the start, as a spawner holds a worker while its lines are on their way.
+    worker.holdLines(true);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect({ over, lines }).toEqual({ over: false, lines: [] });
+    worker.holdLines(false);
+    await ended;
+    expect(lines).toEqual(['run 1', 'done']);
   });
 });
