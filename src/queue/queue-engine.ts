@@ -525,6 +525,9 @@ export class QueueEngine {
         return this.que.slice(offset, limit).map((entry) => ({ id: entry.id, entry }));
       case 'run':
         return [...this.run.values()]
+          // A finished run whose directory is already in done/ or relayed/ (its commit
+          // still syncing) is listed there, from disk, and not here too.
+          .filter((run) => !(run.finishing && (this.d.store.exists('done', run.id) || this.d.store.exists('relayed', run.id))))
           .reverse()
           .slice(offset, offset + limit)
           .map((run) => ({ id: run.id, run }));
