@@ -78,6 +78,13 @@ export function parseLine(line: string): WorkerReport {
  */
 export const MAX_LINE = 65_536;
 
+/** `text` cut to MAX_LINE, never between the two halves of a surrogate pair. */
+function cutLine(text: string): string {
+  if (text.length <= MAX_LINE) return text;
+  const last = text.charCodeAt(MAX_LINE - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? MAX_LINE - 1 : MAX_LINE);
+}
+
 /**
  * Splits a byte stream into lines, carrying a partial line over to the next chunk
  * (the original dropped it). A final line without LF is delivered by `end()`. A UTF-8
@@ -94,19 +101,19 @@ export function createLineSplitter(onLine: (line: string) => void): { push(chunk
       const lines = decoder.write(chunk).split('\n');
       const last = lines.pop() ?? '';
       for (const piece of lines) {
-        onLine((partial + take(piece)).slice(0, MAX_LINE));
+        onLine(cutLine(partial + take(piece)));
         partial = '';
         cut = false;
       }
       partial += take(last);
       if (partial.length > MAX_LINE) {
-        partial = partial.slice(0, MAX_LINE);
+        partial = cutLine(partial);
         cut = true;
       }
     },
     end() {
       partial += take(decoder.end());
-      if (partial) onLine(partial.slice(0, MAX_LINE));
+      if (partial) onLine(cutLine(partial));
       partial = '';
       cut = false;
     },

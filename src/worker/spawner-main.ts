@@ -18,9 +18,10 @@ process.title = `[rq-spawn] [${process.argv[2] ?? ''}]`;
 
 const workers = new Map<number, SpawnedWorker>();
 
-function send(message: FromSpawner): void {
+/** Send to the queue process; `sent` is called once the message is handed to the channel. */
+function send(message: FromSpawner, sent?: () => void): void {
   // The channel may already be closing; 'disconnect' below ends the process then.
-  if (process.connected) process.send?.(message, (e: Error | null) => void e);
+  if (process.connected) process.send?.(message, (e: Error | null) => void (e ? undefined : sent?.()));
 }
 
 function start(m: Extract<ToSpawner, { t: 'spawn' }>): void {
@@ -35,9 +36,7 @@ function start(m: Extract<ToSpawner, { t: 'spawn' }>): void {
     lines = [];
     if (!process.connected) return;
     worker.holdLines(true);
-    process.send?.({ t: 'lines', n: m.n, lines: batch } satisfies FromSpawner, (e: Error | null) => {
-      if (!e) worker.holdLines(false);
-    });
+    send({ t: 'lines', n: m.n, lines: batch }, () => worker.holdLines(false));
   };
   let worker: SpawnedWorker;
   try {

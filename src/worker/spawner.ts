@@ -23,18 +23,13 @@ import { fileURLToPath } from 'node:url';
 import { coerceError } from '../domain/errors.js';
 import { QUEUE_NODE_FLAGS } from '../lib/install-root.js';
 import type { Logger } from '../lib/logger.js';
-import { killGroup, type RunningWorker } from './runner.js';
+import { killGroup, type RunningWorker, type SpawnSpec } from './runner.js';
 
-/** What the spawner needs to start one worker (runner.ts SpawnSpec, without callbacks). */
-export interface SpawnRequest {
-  argv: string[];
-  cwd: string;
-  env: NodeJS.ProcessEnv;
-  logFile: string;
-  realScript: string;
+/** What the spawner needs to start one worker: runner.ts's SpawnSpec without its callbacks. */
+export type SpawnRequest = Omit<SpawnSpec, 'onLine' | 'onExit'> & {
   /** Written (atomically) with the worker's pid as soon as it is known. */
   pidFile: string;
-}
+};
 
 export type ToSpawner = ({ t: 'spawn'; n: number } & SpawnRequest) | { t: 'reply'; n: number; line: string };
 

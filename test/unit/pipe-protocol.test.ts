@@ -179,6 +179,13 @@ describe('createLineSplitter', () => {
     expect(c.lines).toEqual([`err ${'x'.repeat(MAX_LINE - 4)}`]);
   });
 
+  it('never cuts a line between the two halves of a character outside the BMP', () => {
+    const c = collect();
+    c.push(`${'x'.repeat(MAX_LINE - 1)}${'😀'.repeat(10)}\n`);
+    c.push(`${'x'.repeat(MAX_LINE - 2)}${'😀'.repeat(10)}\n`);
+    expect(c.lines).toEqual(['x'.repeat(MAX_LINE - 1), `${'x'.repeat(MAX_LINE - 2)}😀`]);
+  });
+
   it('keeps empty lines, which write a null status', () => {
     const c = collect();
     c.push('\n\nrun x\n');
