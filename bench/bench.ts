@@ -13,7 +13,9 @@
  *  2. Processing throughput: 2,000 messages queued while paused, run by a no-op script
  *     (exec_prefix "") with 1 and with 4 workers, timed from un-pausing until
  *     num_messages shows them all done; against child_process.spawn of the same script
- *     with the same stdio shape (['ignore', fd, fd, 'pipe', 'pipe']), 1 and 4 in flight.
+ *     with the same stdio shape (['ignore', fd, fd, 'pipe', 'pipe']), 1 and 4 in flight,
+ *     measured just before and just after each drain (the limit is their mean: this
+ *     machine's spawn rate drifts within minutes).
  *     The 4-worker queue runs once more with its root on /dev/shm (tmpfs), as an (info)
  *     row: the engine's own cost, without the disk's for the files each run makes.
  *  3. Latency from create_message to the script's start, one message at a time on an
@@ -41,7 +43,9 @@
  * minutes; a capped figure is computed over what was done, and the notes say so.
  *
  * Options: `--quick` runs everything at a tenth of the sizes (a smoke run, not the
- * benchmark); `--only=<n>` runs only the figures whose name starts with n (e.g. `--only=5`); RQ_BENCH_QUEUE_MAIN=<path to queue-main.js> benchmarks another build.
+ * benchmark); `--only=<n>` runs only the figures whose name starts with n (e.g. `--only=5`); RQ_BENCH_QUEUE_MAIN=<path to queue-main.js> benchmarks another build;
+ * `--duel=<path to queue-main.js>` runs no figure, but this build and that one side by
+ * side (see `duel`), to tell two builds apart on a machine whose speed drifts.
  * The machine should be otherwise idle: other processes' CPU and disk use show up in
  * both the figures and the limits.
  */
@@ -86,6 +90,8 @@ const ARCH_BARE_CREATES = 2_100;
  * fill takes ~50 s at 2,000 creates/s.
  */
 const CAP_MS = { creates: 20_000, fill: 20_000, drain: 40_000, latency: 30_000, bigFill: 120_000, drainWindows: 30_000 };
+/** Rounds of `--duel`. */
+const DUEL_ROUNDS = 3;
 
 const NOOP_SCRIPT = '#!/bin/sh\necho done >&3\n';
 /** Records its own start (bash's clock, no extra fork) in its cwd, then reports done. */
@@ -252,6 +258,8 @@ interface QueueOptions {
   paused: boolean;
   /** Where the install root is made (default: the temp dir). */
   base?: string;
+  /** The queue process's entry point (default: the build under test). */
+  main?: string;
 }
 
 /** Queue processes alive right now (killed on an interrupt). */
@@ -265,6 +273,7 @@ class BenchQueue {
   readonly name = 'b';
   readonly label: string;
   readonly layout: QueueLayout;
+  private readonly main: string;
   private child: ChildProcess | undefined;
   private output = '';
   /** Everything the process logged at warn level or worse, over all its lives. */
@@ -272,6 +281,7 @@ class BenchQueue {
 
   constructor(label: string, opts: QueueOptions) {
     this.label = label;
+    this.main = opts.main ?? QUEUE_MAIN;
     this.root = makeInstall(label, opts.base);
     this.layout = queueLayout(rootLayout(this.root), this.name);
     ensureQueueDirs(this.layout);
@@ -293,7 +303,7 @@ class BenchQueue {
 
   /** Start `queue-main` (cwd = the root) and wait until it answers ping. */
   async start(timeoutMs = 60_000): Promise<void> {
-    const child = spawn(process.execPath, [...QUEUE_NODE_FLAGS, QUEUE_MAIN, this.name], {
+    const child = spawn(process.execPath, [...QUEUE_NODE_FLAGS, this.main, this.name], {
       cwd: this.root,
       env: { ...process.env, RQ_ROOT: this.root, RQ_LOG_LEVEL: 'warn', RQ_FATAL_DELAY_MS: '0' },
       // The IPC channel makes the queue process exit if this benchmark dies.
@@ -624,27 +634,38 @@ async function figureCreates(): Promise<void> {
 /** The tmpfs of /dev/shm, where figure 2 is measured once more without the disk's costs. */
 const SHM = '/dev/shm';
 
-/** 2. Processing throughput with 1 and 4 workers, vs direct spawns. */
+/**
+ * 2. Processing throughput with 1 and 4 workers, vs direct spawns. The spawn rate of this
+ * machine drifts by a third and more within minutes, so it is measured just before and
+ * just after each drain, and the drain is set against the mean of the two.
+ */
 async function figureProcessing(): Promise<void> {
   say(`\n[2] processing throughput (${int(PROCESS_MSGS)} messages queued while paused, no-op script, exec_prefix "")`);
   for (const workers of [1, 4]) {
-    const direct = await directSpawnRate(PROCESS_MSGS, workers);
-    show(`direct spawn, ${workers} in flight`, `${int(direct)} msg/s`);
+    const before = await directSpawnRate(PROCESS_MSGS, workers);
+    show(`direct spawn, ${workers} in flight`, `${int(before)} msg/s`);
     const rate = await processingRate(`process-${workers}`, workers);
+    const after = await directSpawnRate(PROCESS_MSGS, workers);
+    show(`direct spawn, ${workers} in flight, again`, `${int(after)} msg/s`);
+    const direct = (before + after) / 2;
+    const limit = `direct spawn, ${workers} in flight: ${int(direct)}/s (${int(before)}, then ${int(after)})`;
     rows.push({
       figure: `2. processing, ${workers} worker${workers > 1 ? 's' : ''}`,
       measured: `${int(rate)} msg/s (${pct(rate, direct)} of limit)`,
-      limit: `direct spawn, ${workers} in flight: ${int(direct)}/s`,
+      limit,
       goal: workers === 4 ? '>= 95% of limit' : '(info)',
       verdict: workers === 4 ? verdict(rate >= 0.95 * direct) : '-',
     });
     if (workers === 4 && fs.existsSync(SHM) && fsTypeOf(SHM).startsWith('tmpfs')) {
       // The same queue on tmpfs: what the engine costs, without creating files on a disk.
       const onTmpfs = await processingRate('process-tmpfs', workers, SHM);
+      const third = await directSpawnRate(PROCESS_MSGS, workers);
+      show(`direct spawn, ${workers} in flight, again`, `${int(third)} msg/s`);
+      const around = (after + third) / 2;
       rows.push({
         figure: '2. processing, 4 workers, tmpfs',
-        measured: `${int(onTmpfs)} msg/s (${pct(onTmpfs, direct)} of limit)`,
-        limit: `direct spawn, 4 in flight: ${int(direct)}/s`,
+        measured: `${int(onTmpfs)} msg/s (${pct(onTmpfs, around)} of limit)`,
+        limit: `direct spawn, 4 in flight: ${int(around)}/s (${int(after)}, then ${int(third)})`,
         goal: '(info: no disk)',
         verdict: '-',
       });
@@ -672,6 +693,52 @@ async function processingRate(label: string, workers: number, base?: string): Pr
   show(`queue, ${workers} worker${workers > 1 ? 's' : ''}${base ? ` (root on ${base})` : ''}`, `${int(rate)} msg/s`);
   capNote(what, CAP_MS.drain, finished, queued);
   return rate;
+}
+
+/**
+ * `--duel=<queue-main.js>`: this build and another one drain PROCESS_MSGS messages each
+ * with 4 workers, both at once, in DUEL_ROUNDS rounds (each round starts the other one
+ * first). Run side by side, the two share the machine's drift, which one after the other
+ * they do not (here the spawn rate can halve within an hour); two copies of the same
+ * build finish within about 2% of each other. The scheduler shares the CPU by thread, so
+ * a build with more processes or threads than the other gets more of it: compare builds
+ * with the same process structure.
+ */
+async function duel(other: string): Promise<void> {
+  if (!fs.existsSync(other)) throw new Error(`--duel: ${other} is missing`);
+  say(`\n[duel] this build (${QUEUE_MAIN}) against ${other}: ${int(PROCESS_MSGS)} messages each, 4 workers, drained side by side`);
+  const ratios: number[] = [];
+  for (let round = 0; round < DUEL_ROUNDS; round++) {
+    const mine = new BenchQueue(`duel-this-${round}`, { workers: 4, script: 'noop.sh', paused: true });
+    const theirs = new BenchQueue(`duel-other-${round}`, { workers: 4, script: 'noop.sh', paused: true, main: other });
+    for (const q of [mine, theirs]) {
+      await q.start();
+      const made = await q.fill(PROCESS_MSGS, CLIENTS, performance.now() + CAP_MS.fill);
+      if (made < PROCESS_MSGS) throw new Error(`queue "${q.label}" took only ${made} messages within ${secs(CAP_MS.fill)}`);
+    }
+    quiesce();
+    const t0 = performance.now();
+    const drain = async (q: BenchQueue): Promise<number> => {
+      await q.setPaused(false);
+      const { met } = await q.pollCounts((c) => c.done + c.err >= PROCESS_MSGS, 20, t0 + CAP_MS.drain);
+      if (!met) throw new Error(`queue "${q.label}" did not drain within ${secs(CAP_MS.drain)}`);
+      return performance.now() - t0;
+    };
+    const order = round % 2 === 0 ? [mine, theirs] : [theirs, mine];
+    const [first, second] = await Promise.all(order.map(drain));
+    const [tMine, tOther] = round % 2 === 0 ? [first!, second!] : [second!, first!];
+    for (const q of [mine, theirs]) await q.stop();
+    ratios.push(tOther / tMine);
+    show(`round ${round + 1}: this build, other build`, `${int(PROCESS_MSGS / (tMine / 1000))}, ${int(PROCESS_MSGS / (tOther / 1000))} msg/s`);
+  }
+  const sorted = [...ratios].sort((a, b) => a - b);
+  rows.push({
+    figure: 'duel: this build / other',
+    measured: `${percentile(sorted, 50).toFixed(3)}x the other's speed (median of ${ratios.map((r) => r.toFixed(3)).join(', ')})`,
+    limit: 'the other build, same moments',
+    goal: '(info)',
+    verdict: '-',
+  });
 }
 
 /** 3. create_message → script start, one message at a time, vs a bare spawn. */
@@ -1038,7 +1105,8 @@ async function main(): Promise<void> {
     quick: QUICK,
   };
   const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
-  const figures: Array<[string, () => Promise<void>]> = [
+  const other = process.argv.find((a) => a.startsWith('--duel='))?.slice('--duel='.length);
+  const allFigures: Array<[string, () => Promise<void>]> = [
     ['1. creates', figureCreates],
     ['2. processing', figureProcessing],
     ['3. latency', figureLatency],
@@ -1046,6 +1114,7 @@ async function main(): Promise<void> {
     ['5. pull model', () => figurePull(pullHelpers)],
     ['6. workq', () => figureWorkq(pullHelpers)],
   ];
+  const figures = other === undefined ? allFigures : [['duel', () => duel(path.resolve(other))] as const];
   try {
     for (const [name, run] of figures) {
       if (only !== undefined && !name.startsWith(only)) continue;
