@@ -148,13 +148,13 @@ const COMMANDS: Record<string, Handler> = {
     return ['ok', 'Attachment deleted successfully'];
   },
   get_message: async (e, arg) => ['ok', await e.getMessage(msgId(arg))],
-  get_message_state: (e, arg) => {
-    const state = e.stateOf(msgId(arg));
+  get_message_state: async (e, arg) => {
+    const state = await e.stateNow(msgId(arg));
     return state === undefined ? ['fail', 'msg not found'] : ['ok', state];
   },
-  get_message_status: (e, arg) => ['ok', e.getStatus(msgId(arg))],
-  delete_message: (e, arg) => {
-    e.deleteMessage(msgId(arg));
+  get_message_status: async (e, arg) => ['ok', await e.getStatus(msgId(arg))],
+  delete_message: async (e, arg) => {
+    await e.deleteMessage(msgId(arg));
     return ['ok', 'msg deleted'];
   },
   destroy_message: (e, arg) => {

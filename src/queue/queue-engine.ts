@@ -206,6 +206,13 @@ export class QueueEngine {
   private readonly heldIds = new Set<string>();
   private readonly run = new Map<string, RunEntry>();
   private readonly errIds = new SortedIds();
+  /**
+   * Moves under way (a commit prep → que, a finishing run), by message: each settles once
+   * memory follows the disk. A move renames before its group commit's directory fsync
+   * ends, so for those milliseconds memory still has the message where it was; the
+   * commands that act on one message by where it is wait for its move (`settled`).
+   */
+  private readonly moving = new Map<string, Promise<void>>();
   /** Counters since this process started (the `stats` RPC). */
   readonly stats = new QueueStats();
   private counts = { done: 0, relayed: 0 };
@@ -707,7 +714,7 @@ export class QueueEngine {
   }
 
   /** Where a message is (spec/rq.md §2.1 lookup order), or undefined. */
-  stateOf(id: string): State | undefined {
+  private stateOf(id: string): State | undefined {
     if (!isSafeId(id)) return undefined;
     const { store } = this.d;
     if (this.prep.includes(id)) return 'prep';
@@ -730,6 +737,32 @@ export class QueueEngine {
       throw new RqError('RQ_NOT_FOUND', 'msg not found');
     }
     return state;
+  }
+
+  /** Until no move of message `id` is under way (see `moving`), so memory says where it is. */
+  private async settled(id: string): Promise<void> {
+    for (let move = this.moving.get(id); move; move = this.moving.get(id)) await move;
+  }
+
+  /** Track a move of message `id`, and what memory does after it, in `moving`. */
+  private track(id: string, move: Promise<void>): Promise<void> {
+    // Waiters only learn that the move is over: its failure is its caller's to handle.
+    const over: Promise<void> = move.then(
+      () => this.untrack(id, over),
+      () => this.untrack(id, over),
+    );
+    this.moving.set(id, over);
+    return move;
+  }
+
+  private untrack(id: string, move: Promise<void>): void {
+    if (this.moving.get(id) === move) this.moving.delete(id);
+  }
+
+  /** get_message_state: where a message is once any move of it has settled (spec/rq.md §2.1). */
+  async stateNow(id: string): Promise<State | undefined> {
+    await this.settled(id);
+    return this.stateOf(id);
   }
 
   /** The status text: a run's last line from memory when it wrote one, else the status file. */
@@ -775,8 +808,8 @@ export class QueueEngine {
     return view;
   }
 
-  getStatus(id: string): { path: string; status: string; state: State } {
-    const state = this.stateOf(id);
+  async getStatus(id: string): Promise<{ path: string; status: string; state: State }> {
+    const state = await this.stateNow(id);
     if (state === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found');
     return { path: this.d.layout.displayPath(state, id), status: this.statusText(state, id), state };
   }
@@ -816,9 +849,16 @@ export class QueueEngine {
 
   /** commit_message (prep → que). */
   async commit(id: string): Promise<void> {
-    if (!isSafeId(id) || !this.prep.includes(id) || !this.d.store.exists('prep', id)) {
+    if (!isSafeId(id)) throw new RqError('RQ_NOT_IN_STATE', 'cannot find message');
+    await this.settled(id);
+    if (!this.prep.includes(id) || !this.d.store.exists('prep', id)) {
       throw new RqError('RQ_NOT_IN_STATE', 'cannot find message');
     }
+    return this.track(id, this.enqueuePrep(id));
+  }
+
+  /** commit's move, and memory's update after it. */
+  private async enqueuePrep(id: string): Promise<void> {
     let entry: QueEntry;
     try {
       entry = await this.d.store.enqueue(id, 'prep', { msg: this.d.store.readMsg('prep', id) });
@@ -832,6 +872,7 @@ export class QueueEngine {
 
   /** clone_message: a new message from a finished one, attachments linked (§2.11). */
   async clone(id: string): Promise<string> {
+    await this.settled(id);
     const state = this.find(id);
     if (state !== 'err' && state !== 'relayed' && state !== 'done') {
       throw new RqError('RQ_NOT_IN_STATE', `cannot clone message in ${state} state`);
@@ -917,7 +958,8 @@ export class QueueEngine {
    * the wrong, flat place and silently removed nothing). A running message must be
    * destroyed first: we say so instead of RQ's "ok" that deleted nothing.
    */
-  deleteMessage(id: string): void {
+  async deleteMessage(id: string): Promise<void> {
+    await this.settled(id);
     const state = this.find(id);
     if (this.pull.isBusy(id)) throw new RqError('RQ_NOT_IN_STATE', 'msg is being leased or changed right now - try again');
     const { store } = this.d;
@@ -972,7 +1014,7 @@ export class QueueEngine {
 
   /** run_message: move a waiting message to the front (spec/rq.md §2.11). */
   async runNow(id: string): Promise<void> {
-    const state = this.stateOf(id);
+    const state = await this.stateNow(id);
     if (state === 'run') throw new RqError('RQ_NOT_IN_STATE', 'msg already running');
     if (state !== 'que') throw new RqError('RQ_NOT_IN_STATE', 'msg not in runnable state');
     const entry = this.que.get(id);
@@ -1268,7 +1310,12 @@ export class QueueEngine {
   }
 
   /** Move a finished run to its next state, with its held-aside duplicates (§2.6, §2.9). */
-  private async finishRun(run: RunEntry, outcome: RunOutcome): Promise<void> {
+  private finishRun(run: RunEntry, outcome: RunOutcome): Promise<void> {
+    return this.track(run.id, this.moveFinished(run, outcome));
+  }
+
+  /** finishRun's move, and memory's update after it. */
+  private async moveFinished(run: RunEntry, outcome: RunOutcome): Promise<void> {
     const { store, layout, log } = this.d;
     const dir = layout.msgDir('run', run.id);
     for (const t of run.timers) clearTimeout(t);

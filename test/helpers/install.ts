@@ -246,6 +246,15 @@ export const SLOW_SPAWNER_ENV: NodeJS.ProcessEnv = {
   NODE_OPTIONS: `--require ${path.join(REPO, 'test/fixtures/slow-spawner.cjs')}`,
 };
 
+/**
+ * A queue process's environment in which, while the file `slow-dir-fsync` exists in the
+ * install root, each directory fsync waits 1.5 s first (test/fixtures/slow-dir-fsync.cjs):
+ * a move is then on disk and not yet in memory for that long.
+ */
+export const SLOW_DIR_FSYNC_ENV: NodeJS.ProcessEnv = {
+  NODE_OPTIONS: `--require ${path.join(REPO, 'test/fixtures/slow-dir-fsync.cjs')}`,
+};
+
 /** A process's children (a queue process's are its spawners; a spawner's, its workers). */
 export function childrenOf(pid: number): number[] {
   return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);

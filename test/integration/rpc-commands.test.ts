@@ -8,7 +8,7 @@ import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { encodePacket } from '../../src/client/rpc.js';
 import { SHORT_ID_RE } from '../../src/domain/ids.js';
-import { TestRoot, shortId, waitFor, useTestRoot } from '../helpers/install.js';
+import { SLOW_DIR_FSYNC_ENV, TestRoot, shortId, waitFor, useTestRoot } from '../helpers/install.js';
 
 const root = useTestRoot();
 let t: TestRoot;
@@ -162,6 +162,37 @@ describe('queue process RPC', () => {
     expect(await t.rpc('q1', 'run_message', { msg_id: cloneId })).toEqual(['fail', 'msg not in runnable state']);
     expect(await t.rpc('q1', 'clone_message', { msg_id: 'nope' })).toEqual(['fail', 'msg not found']);
     expect(await t.rpc('q1', 'num_messages', {})).toMatchObject({ err: 1 });
+  });
+
+  it('a command on a message whose move is on disk, not yet in memory, waits for the move', async () => {
+    // While `slow-dir-fsync` exists, each directory fsync of the queue process waits 1.5 s
+    // first (SLOW_DIR_FSYNC_ENV). A move renames, then fsyncs the directories; memory
+    // follows it only then, so a command sent meanwhile finds the message half-moved.
+    const slow = path.join(t.root, 'slow-dir-fsync');
+    t.addQueue({ name: 'q1', script: 'wait-go.sh' });
+    await t.start('q1', SLOW_DIR_FSYNC_ENV);
+    // A commit (prep → que) on a paused queue: deleted from que once it is there, rather
+    // than "msg not found" because it is no longer in prep.
+    fs.writeFileSync(path.join(t.root, 'config/q1.pause'), '');
+    expect(await t.rpc('q1', 'status', '')).toEqual(['PAUSE']);
+    const prepped = shortId(((await t.rpc('q1', 'prep_message', { dest: 'q1' })) as [string, string])[1]);
+    fs.writeFileSync(slow, '');
+    const committing = t.rpc('q1', 'commit_message', { msg_id: prepped });
+    await waitFor(() => fs.existsSync(path.join(t.queueDir('q1'), 'que', prepped)), 5_000, 'the commit to rename');
+    expect(await t.rpc('q1', 'delete_message', { msg_id: prepped })).toEqual(['ok', 'msg deleted']);
+    expect(await committing).toEqual(['ok', 'msg commited']);
+    expect(await t.rpc('q1', 'num_messages', {})).toMatchObject({ prep: 0, que: 0 });
+    expect(fs.readdirSync(path.join(t.queueDir('q1'), 'que'))).toEqual([]);
+    // A finished run (run → done): its state is done, rather than run.
+    fs.rmSync(slow);
+    fs.rmSync(path.join(t.root, 'config/q1.pause'));
+    expect(await t.rpc('q1', 'status', '')).toEqual(['UP']);
+    const id = await t.send('q1', {});
+    await t.waitState('q1', id, 'run');
+    fs.writeFileSync(slow, '');
+    fs.writeFileSync(path.join(t.queueDir('q1'), 'run', id, 'job', 'go'), '');
+    await waitFor(() => !fs.existsSync(path.join(t.queueDir('q1'), 'run', id)), 10_000, 'the finished run to rename');
+    expect(await t.rpc('q1', 'get_message_status', { msg_id: id })).toMatchObject(['ok', { state: 'done', status: 'done - went' }]);
   });
 
   it('run_message moves a future message to the front and runs it', async () => {
