@@ -660,7 +660,7 @@ async function figureProcessing(): Promise<void> {
       // The same queue on tmpfs: what the engine costs, without creating files on a disk.
       const onTmpfs = await processingRate('process-tmpfs', workers, SHM);
       const third = await directSpawnRate(PROCESS_MSGS, workers);
-      show(`direct spawn, ${workers} in flight, again`, `${int(third)} msg/s`);
+      show(`direct spawn, ${workers} in flight, after tmpfs`, `${int(third)} msg/s`);
       const around = (after + third) / 2;
       rows.push({
         figure: '2. processing, 4 workers, tmpfs',
@@ -698,11 +698,11 @@ async function processingRate(label: string, workers: number, base?: string): Pr
 /**
  * `--duel=<queue-main.js>`: this build and another one drain PROCESS_MSGS messages each
  * with 4 workers, both at once, in DUEL_ROUNDS rounds (each round starts the other one
- * first). Run side by side, the two share the machine's drift, which one after the other
- * they do not (here the spawn rate can halve within an hour); two copies of the same
- * build finish within about 2% of each other. The scheduler shares the CPU by thread, so
- * a build with more processes or threads than the other gets more of it: compare builds
- * with the same process structure.
+ * first), and are compared by how many each has finished when the first is through. Run
+ * side by side, the two share the machine's drift, which one after the other they do not
+ * (here the spawn rate can halve within an hour). The scheduler shares the CPU by
+ * thread, so a build with more processes or busy threads than the other gets more of it:
+ * compare builds with the same process structure.
  */
 async function duel(other: string): Promise<void> {
   if (!fs.existsSync(other)) throw new Error(`--duel: ${other} is missing`);
@@ -717,19 +717,24 @@ async function duel(other: string): Promise<void> {
       if (made < PROCESS_MSGS) throw new Error(`queue "${q.label}" took only ${made} messages within ${secs(CAP_MS.fill)}`);
     }
     quiesce();
-    const t0 = performance.now();
-    const drain = async (q: BenchQueue): Promise<number> => {
-      await q.setPaused(false);
-      const { met } = await q.pollCounts((c) => c.done + c.err >= PROCESS_MSGS, 20, t0 + CAP_MS.drain);
-      if (!met) throw new Error(`queue "${q.label}" did not drain within ${secs(CAP_MS.drain)}`);
-      return performance.now() - t0;
-    };
     const order = round % 2 === 0 ? [mine, theirs] : [theirs, mine];
-    const [first, second] = await Promise.all(order.map(drain));
-    const [tMine, tOther] = round % 2 === 0 ? [first!, second!] : [second!, first!];
+    for (const q of order) await q.setPaused(false);
+    const t0 = performance.now();
+    // Compared when the first is through: after that the other has the machine alone.
+    const finished = (c: Counts): number => c.done + c.err;
+    let counts: Counts[];
+    for (;;) {
+      counts = await Promise.all([mine.counts(), theirs.counts()]);
+      if (counts.some((c) => finished(c) >= PROCESS_MSGS)) break;
+      if (performance.now() > t0 + CAP_MS.drain) throw new Error(`neither queue drained within ${secs(CAP_MS.drain)}`);
+      await sleep(20);
+    }
+    const seconds = (performance.now() - t0) / 1000;
     for (const q of [mine, theirs]) await q.stop();
-    ratios.push(tOther / tMine);
-    show(`round ${round + 1}: this build, other build`, `${int(PROCESS_MSGS / (tMine / 1000))}, ${int(PROCESS_MSGS / (tOther / 1000))} msg/s`);
+    const [cMine, cOther] = counts as [Counts, Counts];
+    for (const [q, c] of [[mine, cMine], [theirs, cOther]] as const) if (c.err > 0) notes.push(`duel, round ${round + 1}, ${q.label}: ${c.err} messages went to err`);
+    ratios.push(finished(cMine) / finished(cOther));
+    show(`round ${round + 1}: this build, other build`, `${int(finished(cMine) / seconds)}, ${int(finished(cOther) / seconds)} msg/s`);
   }
   const sorted = [...ratios].sort((a, b) => a - b);
   rows.push({
@@ -1114,10 +1119,9 @@ async function main(): Promise<void> {
     ['5. pull model', () => figurePull(pullHelpers)],
     ['6. workq', () => figureWorkq(pullHelpers)],
   ];
-  const figures = other === undefined ? allFigures : [['duel', () => duel(path.resolve(other))] as const];
+  const figures = other === undefined ? allFigures.filter(([name]) => only === undefined || name.startsWith(only)) : [['duel', () => duel(path.resolve(other))] as const];
   try {
     for (const [name, run] of figures) {
-      if (only !== undefined && !name.startsWith(only)) continue;
       const cpu0 = cpuSample();
       try {
         await run();

@@ -413,6 +413,11 @@ export class PullDesk {
     return this.busy.has(id);
   }
 
+  /** Settles once the pull command changing this message is over; undefined when none is. */
+  busyWith(id: string): Promise<unknown> | undefined {
+    return this.busy.get(id);
+  }
+
   /** Does a finished message go at its own TTL (`ttl_final`), whatever the cleaner's limits? */
   keepsOwnTtl(state: State, id: string): boolean {
     try {

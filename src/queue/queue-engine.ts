@@ -207,10 +207,11 @@ export class QueueEngine {
   private readonly run = new Map<string, RunEntry>();
   private readonly errIds = new SortedIds();
   /**
-   * Moves under way (a commit prep → que, a finishing run), by message: each settles once
-   * memory follows the disk. A move renames before its group commit's directory fsync
-   * ends, so for those milliseconds memory still has the message where it was; the
-   * commands that act on one message by where it is wait for its move (`settled`).
+   * Moves under way (a commit prep → que, a finishing run and the duplicates it holds),
+   * by message: each settles once memory follows the disk. A move renames before its
+   * group commit's directory fsync ends, so for those milliseconds memory still has the
+   * message where it was; the commands that act on one message by where it is wait for
+   * its move, or for the pull command changing it (`settled`).
    */
   private readonly moving = new Map<string, Promise<void>>();
   /** Counters since this process started (the `stats` RPC). */
@@ -739,24 +740,27 @@ export class QueueEngine {
     return state;
   }
 
-  /** Until no move of message `id` is under way (see `moving`), so memory says where it is. */
+  /**
+   * Until no move of message `id` is under way (see `moving`) and no pull command is
+   * changing it, so memory says where it is.
+   */
   private async settled(id: string): Promise<void> {
-    for (let move = this.moving.get(id); move; move = this.moving.get(id)) await move;
+    for (;;) {
+      const change = this.moving.get(id) ?? this.pull.busyWith(id);
+      if (!change) return;
+      await change;
+    }
   }
 
-  /** Track a move of message `id`, and what memory does after it, in `moving`. */
-  private track(id: string, move: Promise<void>): Promise<void> {
+  /** Track a move of messages `ids`, and what memory does after it, in `moving`. */
+  private track(ids: readonly string[], move: Promise<void>): Promise<void> {
     // Waiters only learn that the move is over: its failure is its caller's to handle.
-    const over: Promise<void> = move.then(
-      () => this.untrack(id, over),
-      () => this.untrack(id, over),
-    );
-    this.moving.set(id, over);
+    const untrack = (): void => {
+      for (const id of ids) if (this.moving.get(id) === over) this.moving.delete(id);
+    };
+    const over: Promise<void> = move.then(untrack, untrack);
+    for (const id of ids) this.moving.set(id, over);
     return move;
-  }
-
-  private untrack(id: string, move: Promise<void>): void {
-    if (this.moving.get(id) === move) this.moving.delete(id);
   }
 
   /** get_message_state: where a message is once any move of it has settled (spec/rq.md §2.1). */
@@ -854,7 +858,7 @@ export class QueueEngine {
     if (!this.prep.includes(id) || !this.d.store.exists('prep', id)) {
       throw new RqError('RQ_NOT_IN_STATE', 'cannot find message');
     }
-    return this.track(id, this.enqueuePrep(id));
+    return this.track([id], this.enqueuePrep(id));
   }
 
   /** commit's move, and memory's update after it. */
@@ -1311,7 +1315,8 @@ export class QueueEngine {
 
   /** Move a finished run to its next state, with its held-aside duplicates (§2.6, §2.9). */
   private finishRun(run: RunEntry, outcome: RunOutcome): Promise<void> {
-    return this.track(run.id, this.moveFinished(run, outcome));
+    const dups = this.held.get(run.id) ?? [];
+    return this.track([run.id, ...dups.map((d) => d.id)], this.moveFinished(run, outcome));
   }
 
   /** finishRun's move, and memory's update after it. */
@@ -1459,7 +1464,7 @@ export class QueueEngine {
    * (retried while its `msg` is still being written), one removed by hand is forgotten.
    */
   noticeQueName(id: string, attempt = 0): void {
-    if (!isSafeId(id) || id.startsWith('_') || this.heldIds.has(id) || this.run.has(id) || this.pull.isBusy(id)) return;
+    if (!isSafeId(id) || id.startsWith('_') || this.heldIds.has(id) || this.run.has(id) || this.moving.has(id) || this.pull.isBusy(id)) return;
     const { store } = this.d;
     if (this.que.has(id)) {
       if (!store.exists('que', id)) this.que.remove(id);

@@ -247,12 +247,12 @@ export const SLOW_SPAWNER_ENV: NodeJS.ProcessEnv = {
 };
 
 /**
- * A queue process's environment in which, while the file `slow-dir-fsync` exists in the
- * install root, each directory fsync waits 1.5 s first (test/fixtures/slow-dir-fsync.cjs):
- * a move is then on disk and not yet in memory for that long.
+ * A queue process's environment in which, while the file `hold-dir-fsync` exists in the
+ * install root, every directory fsync waits for it to be removed
+ * (test/fixtures/hold-dir-fsync.cjs): a move is on disk and not yet in memory until then.
  */
-export const SLOW_DIR_FSYNC_ENV: NodeJS.ProcessEnv = {
-  NODE_OPTIONS: `--require ${path.join(REPO, 'test/fixtures/slow-dir-fsync.cjs')}`,
+export const HOLD_DIR_FSYNC_ENV: NodeJS.ProcessEnv = {
+  NODE_OPTIONS: `--require ${path.join(REPO, 'test/fixtures/hold-dir-fsync.cjs')}`,
 };
 
 /** A process's children (a queue process's are its spawners; a spawner's, its workers). */

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { encodePacket } from '../../src/client/rpc.js';
 import { SHORT_ID_RE } from '../../src/domain/ids.js';
-import { SLOW_DIR_FSYNC_ENV, TestRoot, shortId, waitFor, useTestRoot } from '../helpers/install.js';
+import { HOLD_DIR_FSYNC_ENV, TestRoot, shortId, waitFor, useTestRoot } from '../helpers/install.js';
 
 const root = useTestRoot();
 let t: TestRoot;
@@ -165,34 +165,42 @@ describe('queue process RPC', () => {
   });
 
   it('a command on a message whose move is on disk, not yet in memory, waits for the move', async () => {
-    // While `slow-dir-fsync` exists, each directory fsync of the queue process waits 1.5 s
-    // first (SLOW_DIR_FSYNC_ENV). A move renames, then fsyncs the directories; memory
-    // follows it only then, so a command sent meanwhile finds the message half-moved.
-    const slow = path.join(t.root, 'slow-dir-fsync');
+    // While `hold-dir-fsync` exists, the queue process's directory fsyncs wait
+    // (HOLD_DIR_FSYNC_ENV). A move renames, then fsyncs the directories, and memory
+    // follows it only then: a command sent meanwhile finds the message half-moved.
+    const hold = path.join(t.root, 'hold-dir-fsync');
     t.addQueue({ name: 'q1', script: 'wait-go.sh' });
-    await t.start('q1', SLOW_DIR_FSYNC_ENV);
-    // A commit (prep → que) on a paused queue: deleted from que once it is there, rather
-    // than "msg not found" because it is no longer in prep.
+    await t.start('q1', HOLD_DIR_FSYNC_ENV);
+    /** Send `command` while a move is held on disk; answered only once the move is let go. */
+    const whileHeld = async (command: string, id: string): Promise<unknown> => {
+      let answered = false;
+      const reply = t.rpc('q1', command, { msg_id: id }).finally(() => (answered = true));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(answered).toBe(false);
+      fs.rmSync(hold);
+      return reply;
+    };
+    // A commit (prep → que) on a paused queue: deleted from que, rather than "msg not
+    // found" because it is no longer in prep.
     fs.writeFileSync(path.join(t.root, 'config/q1.pause'), '');
     expect(await t.rpc('q1', 'status', '')).toEqual(['PAUSE']);
     const prepped = shortId(((await t.rpc('q1', 'prep_message', { dest: 'q1' })) as [string, string])[1]);
-    fs.writeFileSync(slow, '');
+    fs.writeFileSync(hold, '');
     const committing = t.rpc('q1', 'commit_message', { msg_id: prepped });
     await waitFor(() => fs.existsSync(path.join(t.queueDir('q1'), 'que', prepped)), 5_000, 'the commit to rename');
-    expect(await t.rpc('q1', 'delete_message', { msg_id: prepped })).toEqual(['ok', 'msg deleted']);
+    expect(await whileHeld('delete_message', prepped)).toEqual(['ok', 'msg deleted']);
     expect(await committing).toEqual(['ok', 'msg commited']);
     expect(await t.rpc('q1', 'num_messages', {})).toMatchObject({ prep: 0, que: 0 });
     expect(fs.readdirSync(path.join(t.queueDir('q1'), 'que'))).toEqual([]);
     // A finished run (run → done): its state is done, rather than run.
-    fs.rmSync(slow);
     fs.rmSync(path.join(t.root, 'config/q1.pause'));
     expect(await t.rpc('q1', 'status', '')).toEqual(['UP']);
     const id = await t.send('q1', {});
     await t.waitState('q1', id, 'run');
-    fs.writeFileSync(slow, '');
+    fs.writeFileSync(hold, '');
     fs.writeFileSync(path.join(t.queueDir('q1'), 'run', id, 'job', 'go'), '');
     await waitFor(() => !fs.existsSync(path.join(t.queueDir('q1'), 'run', id)), 10_000, 'the finished run to rename');
-    expect(await t.rpc('q1', 'get_message_status', { msg_id: id })).toMatchObject(['ok', { state: 'done', status: 'done - went' }]);
+    expect(await whileHeld('get_message_status', id)).toMatchObject(['ok', { state: 'done', status: 'done - went' }]);
   });
 
   it('run_message moves a future message to the front and runs it', async () => {
