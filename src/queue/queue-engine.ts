@@ -695,7 +695,7 @@ export class QueueEngine {
    * directory fsync ends, and memory follows only then, so for those milliseconds memory
    * still lists the message where it was (a cron message being committed is in memory's
    * prep and on disk in que; a finished run is in memory's run and on disk in done).
-   * Throws RQ_NOT_FOUND when it is in neither (deleted), the read's error when unreadable.
+   * Throws when it is in neither (deleted, or unreadable).
    */
   private readMoving(state: State, id: string): [State, Message] {
     try {
@@ -703,7 +703,7 @@ export class QueueEngine {
     } catch (e) {
       if (this.d.store.exists(state, id)) throw e;
       const to = TRANSITIONS[state].find((s) => this.d.store.exists(s, id));
-      if (to === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found', { cause: e });
+      if (to === undefined) throw e;
       return [to, this.d.store.readMsg(to, id)];
     }
   }
@@ -781,22 +781,15 @@ export class QueueEngine {
     return { ...msg, path: this.d.layout.displayPath(state, id), status, state };
   }
 
-  /**
-   * get_message: the read view with `_attachments`. A message caught in a move (see
-   * readMoving) is shown where it is on disk, not "not found" for those milliseconds.
-   */
+  /** get_message: the read view with `_attachments`, once any move of the message has settled. */
   async getMessage(id: string): Promise<MessageView> {
-    const listed = this.stateOf(id);
-    if (listed === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    await this.settled(id);
+    const state = this.find(id);
     const { layout } = this.d;
-    let state: State;
     let view: MessageView;
     try {
-      let msg: Message;
-      [state, msg] = this.readMoving(listed, id);
-      view = this.viewOf(state, id, msg, this.statusText(state, id));
+      view = this.viewOf(state, id, this.d.store.readMsg(state, id), this.statusText(state, id));
     } catch (e) {
-      if (e instanceof RqError && e.code === 'RQ_NOT_FOUND') throw e;
       throw new RqError('RQ_BAD_MESSAGE', "msg couldn't be read", { cause: e });
     }
     const dir = layout.msgDir(state, id);

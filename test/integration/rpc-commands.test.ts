@@ -171,14 +171,14 @@ describe('queue process RPC', () => {
     const hold = path.join(t.root, 'hold-dir-fsync');
     t.addQueue({ name: 'q1', script: 'wait-go.sh' });
     await t.start('q1', HOLD_DIR_FSYNC_ENV);
-    /** Send `command` while a move is held on disk; answered only once the move is let go. */
-    const whileHeld = async (command: string, id: string): Promise<unknown> => {
-      let answered = false;
-      const reply = t.rpc('q1', command, { msg_id: id }).finally(() => (answered = true));
+    /** Send `commands` while a move is held on disk; answered only once the move is let go. */
+    const whileHeld = async (id: string, ...commands: string[]): Promise<unknown[]> => {
+      let answered = 0;
+      const replies = commands.map((c) => t.rpc('q1', c, { msg_id: id }).finally(() => answered++));
       await new Promise((r) => setTimeout(r, 300));
-      expect(answered).toBe(false);
+      expect(answered).toBe(0);
       fs.rmSync(hold);
-      return reply;
+      return Promise.all(replies);
     };
     // A commit (prep → que) on a paused queue: deleted from que, rather than "msg not
     // found" because it is no longer in prep.
@@ -188,11 +188,11 @@ describe('queue process RPC', () => {
     fs.writeFileSync(hold, '');
     const committing = t.rpc('q1', 'commit_message', { msg_id: prepped });
     await waitFor(() => fs.existsSync(path.join(t.queueDir('q1'), 'que', prepped)), 5_000, 'the commit to rename');
-    expect(await whileHeld('delete_message', prepped)).toEqual(['ok', 'msg deleted']);
+    expect(await whileHeld(prepped, 'delete_message')).toEqual([['ok', 'msg deleted']]);
     expect(await committing).toEqual(['ok', 'msg commited']);
     expect(await t.rpc('q1', 'num_messages', {})).toMatchObject({ prep: 0, que: 0 });
     expect(fs.readdirSync(path.join(t.queueDir('q1'), 'que'))).toEqual([]);
-    // A finished run (run → done): its state is done, rather than run.
+    // A finished run (run → done): state done and its view, rather than run or "msg not found".
     fs.rmSync(path.join(t.root, 'config/q1.pause'));
     expect(await t.rpc('q1', 'status', '')).toEqual(['UP']);
     const id = await t.send('q1', {});
@@ -200,7 +200,9 @@ describe('queue process RPC', () => {
     fs.writeFileSync(hold, '');
     fs.writeFileSync(path.join(t.queueDir('q1'), 'run', id, 'job', 'go'), '');
     await waitFor(() => !fs.existsSync(path.join(t.queueDir('q1'), 'run', id)), 10_000, 'the finished run to rename');
-    expect(await whileHeld('get_message_status', id)).toMatchObject(['ok', { state: 'done', status: 'done - went' }]);
+    const [status, view] = await whileHeld(id, 'get_message_status', 'get_message');
+    expect(status).toMatchObject(['ok', { state: 'done', status: 'done - went' }]);
+    expect(view).toMatchObject(['ok', { msg_id: id, state: 'done', status: 'done - went' }]);
   });
 
   it('run_message moves a future message to the front and runs it', async () => {
