@@ -138,9 +138,9 @@ const COMMANDS: Record<string, Handler> = {
     return ['ok', 'msg commited'];
   },
   attach_message: async (e, arg) => ['ok', `${await e.attach(msgId(arg), arg['pathname'], arg['name'])}-Attached successfully`],
-  delete_attach_message: (e, arg) => {
+  delete_attach_message: async (e, arg) => {
     try {
-      e.deleteAttachment(msgId(arg), arg['attachment_name']);
+      await e.deleteAttachment(msgId(arg), arg['attachment_name']);
     } catch (err) {
       if (err instanceof RqError && err.code === 'RQ_ATTACH') return [false, err.message];
       throw err;
@@ -157,8 +157,8 @@ const COMMANDS: Record<string, Handler> = {
     await e.deleteMessage(msgId(arg));
     return ['ok', 'msg deleted'];
   },
-  destroy_message: (e, arg) => {
-    e.destroy(msgId(arg));
+  destroy_message: async (e, arg) => {
+    await e.destroy(msgId(arg));
     return ['ok', 'msg destroyed'];
   },
   run_message: async (e, arg) => {

@@ -23,8 +23,9 @@
  * millisecond timers. Blocking leases wait in a FIFO list that every message becoming
  * ready wakes (`wake`), with no polling.
  *
- * Operations on one message are serialised (`exclusive`), so an ack racing a TTR end or
- * a set sees the message in one state or the next, never halfway.
+ * Every operation on a message runs under its lock (message-locks.ts, shared with the
+ * engine), so an ack racing a TTR end or a set sees the message in one state or the
+ * next, never halfway.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -40,6 +41,7 @@ import { EXT_ID_FILE, extIdIndex, markerContent, type ExtIdIndex, type ExtIdTarg
 import { queueLayout, type QueueLayout } from '../store/layout.js';
 import type { CreateOptions, MessageStore, MoveOptions } from '../store/message-store.js';
 import { entryFromMessage, type QueEntry } from '../store/que-index.js';
+import type { MessageLocks } from './message-locks.js';
 import type { QueList } from './que-list.js';
 import { MAX_TIMER_MS, Timetable } from './timetable.js';
 
@@ -69,6 +71,8 @@ export interface PullHost {
   isPull(): boolean;
   /** May messages be handed out now (admin UP)? */
   isUp(): boolean;
+  /** The queue's per-message locks (the engine's): every operation on a message takes its lock. */
+  locks: MessageLocks;
   /** Where a message is (the engine's lookup), or undefined. */
   stateOf(id: string): State | undefined;
   /** A leased message's run entry: add, get, remove (the engine's `run` map). */
@@ -339,8 +343,6 @@ export class PullDesk {
   private readonly leaseEnds = new Timetable((id) => this.endLeaseLater(id));
   /** When each waiting or leased message expires (TTL). */
   private readonly expiries = new Timetable((id, at) => this.expire(id, at));
-  /** The operation in progress on each message (see `exclusive`). */
-  private readonly busy = new Map<string, Promise<unknown>>();
   /** Waiter names cancelled lately, until when they are remembered. */
   private readonly cancelled = new Map<string, number>();
   private trashTimer: NodeJS.Timeout | undefined;
@@ -408,16 +410,6 @@ export class PullDesk {
     this.watchTtl(entry.id, entry.pull?.e);
   }
 
-  /** A pull command is changing this message right now (the engine's delete and hints wait for it). */
-  isBusy(id: string): boolean {
-    return this.busy.has(id);
-  }
-
-  /** Settles once the pull command changing this message is over; undefined when none is. */
-  busyWith(id: string): Promise<unknown> | undefined {
-    return this.busy.get(id);
-  }
-
   /** Does a finished message go at its own TTL (`ttl_final`), whatever the cleaner's limits? */
   keepsOwnTtl(state: State, id: string): boolean {
     try {
@@ -476,7 +468,7 @@ export class PullDesk {
    */
   private async endDueLeases(): Promise<void> {
     const due = this.leaseEnds.takeDue(Date.now());
-    await Promise.all(due.map(({ id }) => this.exclusive(id, () => this.endLease(id, 'expired')).catch(() => undefined)));
+    await Promise.all(due.map(({ id }) => this.h.locks.exclusive(id, () => this.endLease(id, 'expired')).catch(() => undefined)));
   }
 
   private leaseOrWait(who: Lessee, count: number, waitMs: number, token: string | undefined, conn?: RpcConnection): Promise<PulledView[]> {
@@ -535,7 +527,7 @@ export class PullDesk {
       void this.leased(taken).then(async (jobs) => {
         if (!w.gone && w.settle(jobs)) return;
         // Answered meanwhile (the client left): hand the leases back.
-        for (const job of jobs) await this.exclusive(job.id, () => this.endLease(job.id, 'refund')).catch(() => undefined);
+        for (const job of jobs) await this.h.locks.exclusive(job.id, () => this.endLease(job.id, 'refund')).catch(() => undefined);
       });
     }
   }
@@ -558,13 +550,13 @@ export class PullDesk {
     const picked: QueEntry[] = [];
     for (const e of this.h.que.readyEntries()) {
       if (picked.length >= count) break;
-      if (this.busy.has(e.id)) continue;
+      if (this.h.locks.isBusy(e.id)) continue;
       if (e.pull?.e !== undefined && e.pull.e <= now) continue; // expiring: the TTL timer takes it
       picked.push(e);
     }
     for (const e of picked) {
       this.h.que.remove(e.id);
-      out.push(this.exclusive(e.id, () => this.leaseOne(e, who)));
+      out.push(this.h.locks.exclusive(e.id, () => this.leaseOne(e, who)));
     }
     return out;
   }
@@ -615,7 +607,7 @@ export class PullDesk {
     const status = optString(arg, 'status') ?? 'acknowledged';
     const from = arg['from'] ?? ['que', 'run', 'err'];
     if (!Array.isArray(from)) throw bad("'from' must be an array of states");
-    return this.exclusive(id, async () => {
+    return this.h.locks.exclusive(id, async () => {
       const state = this.h.stateOf(id);
       if (state === undefined || !from.includes(state) || (state !== 'que' && state !== 'run' && state !== 'err')) {
         throw new RqError('RQ_NOT_FOUND', 'msg not found');
@@ -637,7 +629,7 @@ export class PullDesk {
     const id = this.resolve(refOf(arg));
     const refund = arg['refund'] === true;
     const delayMs = optMs(arg, 'delay_ms') ?? 0;
-    return this.exclusive(id, async () => {
+    return this.h.locks.exclusive(id, async () => {
       if (this.h.stateOf(id) !== 'run' || !this.h.runs.get(id)?.msg.lease) throw new RqError('RQ_NOT_IN_STATE', 'msg is not leased');
       return { id, state: await this.endLease(id, refund ? 'refund' : 'fail', delayMs) };
     });
@@ -650,7 +642,7 @@ export class PullDesk {
     const ttrMs = optMs(arg, 'ttr_ms');
     if (ttrMs === undefined) throw bad("lacking 'ttr_ms' field");
     const rev = optNumber(arg, 'rev', { integer: true });
-    return this.exclusive(id, async () => {
+    return this.h.locks.exclusive(id, async () => {
       const run = this.h.runs.get(id);
       if (!run?.msg.lease) throw new RqError('RQ_NOT_IN_STATE', 'msg is not leased');
       if (rev !== undefined && (run.msg.rev ?? 0) !== rev) throw new RqError('RQ_STALE', `msg ${id} is at rev ${run.msg.rev ?? 0}, not ${rev}`);
@@ -683,7 +675,7 @@ export class PullDesk {
           throw e;
         }
       }
-      const done = await this.exclusive(id, async () => {
+      const done = await this.h.locks.exclusive(id, async () => {
         const state = this.h.stateOf(id);
         if (state !== 'que' && state !== 'run' && state !== 'err') return false;
         const msg = this.current(state, id);
@@ -715,7 +707,7 @@ export class PullDesk {
     if (success === undefined) throw bad("lacking 'success' field");
     const result = optBase64(arg, 'result') ?? Buffer.alloc(0);
     const status = optString(arg, 'status') ?? (success ? 'completed' : 'failed');
-    return this.exclusive(id, async () => {
+    return this.h.locks.exclusive(id, async () => {
       const state = this.h.stateOf(id);
       const msg = this.live(state, id);
       if (state === 'done' || state === 'err') throw new RqError('RQ_NOT_IN_STATE', `msg ${id} is already finished`);
@@ -751,7 +743,7 @@ export class PullDesk {
     const id = this.resolve(refOf(arg));
     const waitMs = optMs(arg, 'wait_ms') ?? 0;
     const grace = optBoolean(arg, 'lease_grace') ?? false;
-    const now = await this.exclusive(id, async () => {
+    const now = await this.h.locks.exclusive(id, async () => {
       const state = this.h.stateOf(id);
       const msg = this.live(state, id);
       return state === 'done' || state === 'err' ? this.outcome(state, msg) : msg;
@@ -782,7 +774,7 @@ export class PullDesk {
           return;
         }
         // A finish committing right now answers this wait: let it first.
-        const changing = this.busy.get(id);
+        const changing = this.h.locks.whenFree(id);
         if (changing) void changing.then(() => answer(null));
         else answer(null);
       };
@@ -796,7 +788,7 @@ export class PullDesk {
   remove(arg: Record<string, unknown>): Promise<{ id: string }> {
     this.needPull();
     const id = this.resolve(refOf(arg));
-    return this.exclusive(id, async () => {
+    return this.h.locks.exclusive(id, async () => {
       const state = this.h.stateOf(id);
       this.live(state, id);
       if (!isRemovable(state) || !this.discard(state, id)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
@@ -866,7 +858,7 @@ export class PullDesk {
     this.needPull();
     let n = 0;
     for (const e of [...this.h.que.readyEntries()]) {
-      if (this.busy.has(e.id)) continue;
+      if (this.h.locks.isBusy(e.id)) continue;
       if (this.discard('que', e.id)) n++;
     }
     return n;
@@ -879,7 +871,7 @@ export class PullDesk {
     const ttlMs = optMs(arg, 'ttl_ms') ?? 0;
     let n = 0;
     for (const id of [...this.oldestDead(limit)]) {
-      const moved = await this.exclusive(id, async () => {
+      const moved = await this.h.locks.exclusive(id, async () => {
         if (this.h.stateOf(id) !== 'err') return false;
         const msg = this.h.store.readMsg('err', id);
         const now = Date.now();
@@ -906,7 +898,7 @@ export class PullDesk {
     const limit = optNumber(arg, 'delete', { min: 0, integer: true }) ?? 0;
     let deleted = 0;
     for (const id of [...this.oldestDead(limit)]) {
-      if (!this.busy.has(id) && this.discard('err', id)) deleted++;
+      if (!this.h.locks.isBusy(id) && this.discard('err', id)) deleted++;
     }
     let head: PulledView | null = null;
     for (const id of this.dead.keys()) {
@@ -928,25 +920,6 @@ export class PullDesk {
       if (n++ >= limit) return;
       yield id;
     }
-  }
-
-  /** Run `fn` after any operation in progress on message `id`, and before the next. */
-  private exclusive<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const before = this.busy.get(id) ?? Promise.resolve();
-    const mine = before.then(fn, fn);
-    const tail = mine.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.busy.set(id, tail);
-    void tail.then(() => {
-      if (this.busy.get(id) !== tail) return;
-      this.busy.delete(id);
-      // A message that became ready inside the operation (a lease ended, a respawn) was
-      // busy when its commit woke the waiters: wake them again now that it is free.
-      if (this.waiters.length > 0) this.wake();
-    });
-    return mine;
   }
 
   /** A new pull message: payload, external id (claimed first, fsynced with the commit), the pull fields. */
@@ -1012,7 +985,7 @@ export class PullDesk {
   private stillHolds(held: ExtIdTarget, scope: 'server' | undefined): boolean {
     if (!isSafeId(held.id)) return false;
     if (held.queue !== this.h.name) return scope === 'server' && isValidQueueName(held.queue) && fs.existsSync(queueLayout(this.h.layout.root, held.queue).dir);
-    if (this.creating.has(held.id) || this.busy.has(held.id)) return true;
+    if (this.creating.has(held.id) || this.h.locks.isBusy(held.id)) return true;
     const state = this.h.stateOf(held.id);
     return state !== undefined && state !== 'relayed' && (state !== 'done' || scope === 'server');
   }
@@ -1158,7 +1131,7 @@ export class PullDesk {
 
   /** A lease's end has come (its timer): end it in its turn. */
   private endLeaseLater(id: string): void {
-    void this.exclusive(id, () => this.endLease(id, 'expired')).catch((e: unknown) =>
+    void this.h.locks.exclusive(id, () => this.endLease(id, 'expired')).catch((e: unknown) =>
       this.h.log.error({ msg_id: id, err: coerceError(e).message }, 'cannot end a lease; it stays in run until restart'),
     );
   }
@@ -1173,7 +1146,7 @@ export class PullDesk {
    * ephemeral) counts as evicted.
    */
   private expire(id: string, at: number): void {
-    void this.exclusive(id, async () => {
+    void this.h.locks.exclusive(id, async () => {
       const state = this.h.stateOf(id);
       if (!isRemovable(state)) return;
       let msg: Message;

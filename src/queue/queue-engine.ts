@@ -49,6 +49,7 @@ import {
 import type { Spawner } from '../worker/spawner.js';
 import { CronSchedule } from './cron.js';
 import { Housekeeping } from './housekeeping.js';
+import { MessageLocks } from './message-locks.js';
 import { PullDesk } from './pull.js';
 import { QueList, paramKey } from './que-list.js';
 import { QueueStats } from './queue-stats.js';
@@ -207,13 +208,12 @@ export class QueueEngine {
   private readonly run = new Map<string, RunEntry>();
   private readonly errIds = new SortedIds();
   /**
-   * Moves under way (a commit prep → que, a finishing run and the duplicates it holds),
-   * by message: each settles once memory follows the disk. A move renames before its
-   * group commit's directory fsync ends, so for those milliseconds memory still has the
-   * message where it was; the commands that act on one message by where it is wait for
-   * its move, or for the pull command changing it (`settled`).
+   * One lock per message (message-locks.ts): a move (a commit prep → que, a finishing run
+   * with the duplicates it holds, a pull command) renames before its group commit's
+   * directory fsync ends, and memory follows only then; every command on one message
+   * takes its lock, so none sees it half-moved.
    */
-  private readonly moving = new Map<string, Promise<void>>();
+  private readonly locks = new MessageLocks(() => this.pull.wake());
   /** Counters since this process started (the `stats` RPC). */
   readonly stats = new QueueStats();
   private counts = { done: 0, relayed: 0 };
@@ -277,6 +277,7 @@ export class QueueEngine {
       que: this.que,
       isPull: () => this.isPull(),
       isUp: () => this.status() === 'UP',
+      locks: this.locks,
       stateOf: (id) => this.stateOf(id),
       runs: {
         add: (id, msg, status) => void this.run.set(id, { id, msg, finishing: false, jobStatus: status, hasStatus: true, timers: [] }),
@@ -740,33 +741,9 @@ export class QueueEngine {
     return state;
   }
 
-  /**
-   * Until no move of message `id` is under way (see `moving`) and no pull command is
-   * changing it, so memory says where it is.
-   */
-  private async settled(id: string): Promise<void> {
-    for (;;) {
-      const change = this.moving.get(id) ?? this.pull.busyWith(id);
-      if (!change) return;
-      await change;
-    }
-  }
-
-  /** Track a move of messages `ids`, and what memory does after it, in `moving`. */
-  private track(ids: readonly string[], move: Promise<void>): Promise<void> {
-    // Waiters only learn that the move is over: its failure is its caller's to handle.
-    const untrack = (): void => {
-      for (const id of ids) if (this.moving.get(id) === over) this.moving.delete(id);
-    };
-    const over: Promise<void> = move.then(untrack, untrack);
-    for (const id of ids) this.moving.set(id, over);
-    return move;
-  }
-
-  /** get_message_state: where a message is once any move of it has settled (spec/rq.md §2.1). */
-  async stateNow(id: string): Promise<State | undefined> {
-    await this.settled(id);
-    return this.stateOf(id);
+  /** get_message_state: where a message is, under its lock (spec/rq.md §2.1). */
+  stateNow(id: string): Promise<State | undefined> {
+    return this.locks.exclusive(id, async () => this.stateOf(id));
   }
 
   /** The status text: a run's last line from memory when it wrote one, else the status file. */
@@ -781,9 +758,12 @@ export class QueueEngine {
     return { ...msg, path: this.d.layout.displayPath(state, id), status, state };
   }
 
-  /** get_message: the read view with `_attachments`, once any move of the message has settled. */
-  async getMessage(id: string): Promise<MessageView> {
-    await this.settled(id);
+  /** get_message: the read view with `_attachments`, under the message's lock. */
+  getMessage(id: string): Promise<MessageView> {
+    return this.locks.exclusive(id, () => this.readView(id));
+  }
+
+  private async readView(id: string): Promise<MessageView> {
     const state = this.find(id);
     const { layout } = this.d;
     let view: MessageView;
@@ -805,10 +785,13 @@ export class QueueEngine {
     return view;
   }
 
-  async getStatus(id: string): Promise<{ path: string; status: string; state: State }> {
-    const state = await this.stateNow(id);
-    if (state === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found');
-    return { path: this.d.layout.displayPath(state, id), status: this.statusText(state, id), state };
+  /** get_message_status, under the message's lock. */
+  getStatus(id: string): Promise<{ path: string; status: string; state: State }> {
+    return this.locks.exclusive(id, async () => {
+      const state = this.stateOf(id);
+      if (state === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+      return { path: this.d.layout.displayPath(state, id), status: this.statusText(state, id), state };
+    });
   }
 
   // ───────────────────────────── creating ─────────────────────────────
@@ -847,11 +830,12 @@ export class QueueEngine {
   /** commit_message (prep → que). */
   async commit(id: string): Promise<void> {
     if (!isSafeId(id)) throw new RqError('RQ_NOT_IN_STATE', 'cannot find message');
-    await this.settled(id);
-    if (!this.prep.includes(id) || !this.d.store.exists('prep', id)) {
-      throw new RqError('RQ_NOT_IN_STATE', 'cannot find message');
-    }
-    return this.track([id], this.enqueuePrep(id));
+    return this.locks.exclusive(id, async () => {
+      if (!this.prep.includes(id) || !this.d.store.exists('prep', id)) {
+        throw new RqError('RQ_NOT_IN_STATE', 'cannot find message');
+      }
+      await this.enqueuePrep(id);
+    });
   }
 
   /** commit's move, and memory's update after it. */
@@ -869,7 +853,13 @@ export class QueueEngine {
 
   /** clone_message: a new message from a finished one, attachments linked (§2.11). */
   async clone(id: string): Promise<string> {
-    await this.settled(id);
+    const cloneId = await this.locks.exclusive(id, () => this.prepClone(id));
+    await this.commit(cloneId);
+    return this.fullId(cloneId);
+  }
+
+  /** The clone of message `id`, made in prep with its attachments; returns its id. */
+  private async prepClone(id: string): Promise<string> {
     const state = this.find(id);
     if (state !== 'err' && state !== 'relayed' && state !== 'done') {
       throw new RqError('RQ_NOT_IN_STATE', `cannot clone message in ${state} state`);
@@ -902,15 +892,19 @@ export class QueueEngine {
     }
     this.stats.messageCreated();
     this.prep.push(msg.msg_id);
-    await this.commit(msg.msg_id);
-    return this.fullId(msg.msg_id);
+    return msg.msg_id;
   }
 
   // ───────────────────────────── attachments ─────────────────────────────
 
   /** attach_message (spec/rq.md §2.10). Returns the md5 of the attached file. */
   async attach(id: string, pathname: unknown, name: unknown): Promise<string> {
-    if (!isSafeId(id) || !this.prep.includes(id)) throw new RqError('RQ_NOT_IN_STATE', 'cannot find message');
+    if (!isSafeId(id)) throw new RqError('RQ_NOT_IN_STATE', 'cannot find message');
+    return this.locks.exclusive(id, () => this.attachFile(id, pathname, name));
+  }
+
+  private async attachFile(id: string, pathname: unknown, name: unknown): Promise<string> {
+    if (!this.prep.includes(id)) throw new RqError('RQ_NOT_IN_STATE', 'cannot find message');
     const dir = this.d.layout.msgDir('prep', id);
     const fail = (text: string): RqError => new RqError('RQ_ATTACH', text);
     if (!fs.existsSync(dir)) throw fail('No message on disk');
@@ -933,8 +927,12 @@ export class QueueEngine {
     return md5;
   }
 
-  /** delete_attach_message. RQ_ATTACH errors render as `[false, text]` (RQ's quirk). */
-  deleteAttachment(id: string, name: unknown): void {
+  /** delete_attach_message, under the message's lock. RQ_ATTACH errors render as `[false, text]` (RQ's quirk). */
+  deleteAttachment(id: string, name: unknown): Promise<void> {
+    return this.locks.exclusive(id, async () => this.removeAttachment(id, name));
+  }
+
+  private removeAttachment(id: string, name: unknown): void {
     const state = this.stateOf(id);
     if (state === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found');
     if (state !== 'prep') throw new RqError('RQ_NOT_IN_STATE', 'msg not in prep');
@@ -955,10 +953,12 @@ export class QueueEngine {
    * the wrong, flat place and silently removed nothing). A running message must be
    * destroyed first: we say so instead of RQ's "ok" that deleted nothing.
    */
-  async deleteMessage(id: string): Promise<void> {
-    await this.settled(id);
+  deleteMessage(id: string): Promise<void> {
+    return this.locks.exclusive(id, async () => this.removeMessage(id));
+  }
+
+  private removeMessage(id: string): void {
     const state = this.find(id);
-    if (this.pull.isBusy(id)) throw new RqError('RQ_NOT_IN_STATE', 'msg is being leased or changed right now - try again');
     const { store } = this.d;
     switch (state) {
       case 'run':
@@ -990,8 +990,12 @@ export class QueueEngine {
   }
 
   /** destroy_message: TERM the running worker's process group (RQ signalled only the pid). */
-  destroy(id: string): void {
-    if (!isSafeId(id)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+  destroy(id: string): Promise<void> {
+    if (!isSafeId(id)) return Promise.reject(new RqError('RQ_NOT_FOUND', 'msg not found'));
+    return this.locks.exclusive(id, async () => this.termWorker(id));
+  }
+
+  private termWorker(id: string): void {
     const run = this.run.get(id);
     if (run?.starting) {
       run.destroyOnStart = true;
@@ -1010,8 +1014,12 @@ export class QueueEngine {
   }
 
   /** run_message: move a waiting message to the front (spec/rq.md §2.11). */
-  async runNow(id: string): Promise<void> {
-    const state = await this.stateNow(id);
+  runNow(id: string): Promise<void> {
+    return this.locks.exclusive(id, () => this.moveToFront(id));
+  }
+
+  private async moveToFront(id: string): Promise<void> {
+    const state = this.stateOf(id);
     if (state === 'run') throw new RqError('RQ_NOT_IN_STATE', 'msg already running');
     if (state !== 'que') throw new RqError('RQ_NOT_IN_STATE', 'msg not in runnable state');
     const entry = this.que.get(id);
@@ -1309,7 +1317,7 @@ export class QueueEngine {
   /** Move a finished run to its next state, with its held-aside duplicates (§2.6, §2.9). */
   private finishRun(run: RunEntry, outcome: RunOutcome): Promise<void> {
     const dups = this.held.get(run.id) ?? [];
-    return this.track([run.id, ...dups.map((d) => d.id)], this.moveFinished(run, outcome));
+    return this.locks.exclusive([run.id, ...dups.map((d) => d.id)], () => this.moveFinished(run, outcome));
   }
 
   /** finishRun's move, and memory's update after it. */
@@ -1457,7 +1465,7 @@ export class QueueEngine {
    * (retried while its `msg` is still being written), one removed by hand is forgotten.
    */
   noticeQueName(id: string, attempt = 0): void {
-    if (!isSafeId(id) || id.startsWith('_') || this.heldIds.has(id) || this.run.has(id) || this.moving.has(id) || this.pull.isBusy(id)) return;
+    if (!isSafeId(id) || id.startsWith('_') || this.heldIds.has(id) || this.run.has(id) || this.locks.isBusy(id)) return;
     const { store } = this.d;
     if (this.que.has(id)) {
       if (!store.exists('que', id)) this.que.remove(id);
@@ -1477,7 +1485,7 @@ export class QueueEngine {
     }
     const entry = entryFromMessage(msg);
     void this.journal(journalLine(entry)).then(() => {
-      if (!this.que.has(id) && !this.run.has(id) && !this.pull.isBusy(id) && store.exists('que', id)) {
+      if (!this.que.has(id) && !this.run.has(id) && !this.locks.isBusy(id) && store.exists('que', id)) {
         this.que.insert(entry);
         this.d.log.info({ msg_id: id }, 'picked up a message added to que/ by hand');
         this.pump();

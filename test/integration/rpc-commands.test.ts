@@ -164,31 +164,41 @@ describe('queue process RPC', () => {
     expect(await t.rpc('q1', 'num_messages', {})).toMatchObject({ err: 1 });
   });
 
-  it('a command on a message whose move is on disk, not yet in memory, waits for the move', async () => {
+  it('a command on a message whose move is on disk, not yet in memory, waits for the move (one lock per message)', async () => {
     // While `hold-dir-fsync` exists, the queue process's directory fsyncs wait
     // (HOLD_DIR_FSYNC_ENV). A move renames, then fsyncs the directories, and memory
     // follows it only then: a command sent meanwhile finds the message half-moved.
     const hold = path.join(t.root, 'hold-dir-fsync');
     t.addQueue({ name: 'q1', script: 'wait-go.sh' });
     await t.start('q1', HOLD_DIR_FSYNC_ENV);
-    /** Send `commands` while a move is held on disk; answered only once the move is let go. */
-    const whileHeld = async (id: string, ...commands: string[]): Promise<unknown[]> => {
+    /** Send `commands` (name, or name and more arguments) while a move is held on disk; answered only once the move is let go. */
+    const whileHeld = async (id: string, ...commands: Array<string | [string, Record<string, unknown>]>): Promise<unknown[]> => {
       let answered = 0;
-      const replies = commands.map((c) => t.rpc('q1', c, { msg_id: id }).finally(() => answered++));
+      const replies = commands.map((c) => {
+        const [name, more] = typeof c === 'string' ? [c, {}] : c;
+        return t.rpc('q1', name, { msg_id: id, ...more }).finally(() => answered++);
+      });
       await new Promise((r) => setTimeout(r, 300));
       expect(answered).toBe(0);
       fs.rmSync(hold);
       return Promise.all(replies);
     };
     // A commit (prep → que) on a paused queue: deleted from que, rather than "msg not
-    // found" because it is no longer in prep.
+    // found" because it is no longer in prep. A second commit and an attach find it
+    // committed, rather than committing it twice or attaching into a vanished directory.
     fs.writeFileSync(path.join(t.root, 'config/q1.pause'), '');
     expect(await t.rpc('q1', 'status', '')).toEqual(['PAUSE']);
     const prepped = shortId(((await t.rpc('q1', 'prep_message', { dest: 'q1' })) as [string, string])[1]);
     fs.writeFileSync(hold, '');
     const committing = t.rpc('q1', 'commit_message', { msg_id: prepped });
     await waitFor(() => fs.existsSync(path.join(t.queueDir('q1'), 'que', prepped)), 5_000, 'the commit to rename');
-    expect(await whileHeld(prepped, 'delete_message')).toEqual([['ok', 'msg deleted']]);
+    const file = path.join(t.root, 'file.txt');
+    fs.writeFileSync(file, 'x');
+    expect(await whileHeld(prepped, 'commit_message', ['attach_message', { pathname: file }], 'delete_message')).toEqual([
+      ['fail', 'cannot find message'],
+      ['fail', 'cannot find message'],
+      ['ok', 'msg deleted'],
+    ]);
     expect(await committing).toEqual(['ok', 'msg commited']);
     expect(await t.rpc('q1', 'num_messages', {})).toMatchObject({ prep: 0, que: 0 });
     expect(fs.readdirSync(path.join(t.queueDir('q1'), 'que'))).toEqual([]);
