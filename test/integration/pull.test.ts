@@ -4,15 +4,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { useTestRoot, waitFor, type TestRoot } from '../helpers/install.js';
+import { HOLD_DIR_FSYNC_ENV, useTestRoot, waitFor, type TestRoot } from '../helpers/install.js';
 
 const t = useTestRoot();
 
 /** A pull queue (no script) running in its own process. */
-async function pullQueue(root: TestRoot, name = 'pq'): Promise<string> {
+async function pullQueue(root: TestRoot, name = 'pq', env: NodeJS.ProcessEnv = {}): Promise<string> {
   root.addQueue({ name, script: '/nonexistent' });
   fs.writeFileSync(path.join(root.queueDir(name), 'config.json'), JSON.stringify({ name, script: '', num_workers: 0 }));
-  await root.start(name);
+  await root.start(name, env);
   return name;
 }
 
@@ -76,6 +76,27 @@ describe('publish and lease', () => {
       expect(reply[2]).toBe('RQ_NOT_PULL');
     }
     expect(await t().state('scripted', id)).toBe('que');
+  });
+});
+
+describe('one message, one command at a time', () => {
+  it('a delete sent while a lease is being committed waits for the lease, then deletes the leased message', async () => {
+    // While `hold-dir-fsync` exists, the queue process's directory fsyncs wait (HOLD_DIR_FSYNC_ENV).
+    const hold = path.join(t().root, 'hold-dir-fsync');
+    const q = await pullQueue(t(), 'pq', HOLD_DIR_FSYNC_ENV);
+    const { id } = await ok(t(), q, 'publish', { payload: b64('job') });
+    fs.writeFileSync(hold, '');
+    const leasing = ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
+    await waitFor(() => fs.existsSync(path.join(t().queueDir(q), 'run', id)), 5_000, 'the lease to rename');
+    let answered = false;
+    const deleting = t().rpc(q, 'delete_message', { msg_id: id }).finally(() => (answered = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(answered).toBe(false);
+    fs.rmSync(hold);
+    expect((await leasing).map((j: any) => j.id)).toEqual([id]);
+    expect(await deleting).toEqual(['ok', 'msg deleted']);
+    expect(await t().rpc(q, 'get_message_state', { msg_id: id })).toEqual(['fail', 'msg not found']);
+    expect(await ok(t(), q, 'pull_stats', {})).toMatchObject({ ready: 0, leased: 0 });
   });
 });
 
