@@ -1,15 +1,21 @@
 /**
- * One lock per message, for the queue process. Every command that moves a message,
- * changes it, or answers by where it is runs under the message's lock (`exclusive`):
- * the engine's commit, finishing run, delete, destroy, run now, clone, attachments and
- * lookups, and every pull command (lease, ack, TTR end, set...). A move renames the
- * message's directory before its group commit's directory fsync ends, and memory follows
- * only then; under the lock no other command sees that half-moved message.
+ * One lock per message, for the queue process. A command that moves or changes one
+ * message runs under its lock (`exclusive`): the engine's commit, finishing run, delete,
+ * destroy, run now, clone and attachments, and the pull commands that change a message
+ * (lease, ack, nack, touch, set, TTR and TTL ends...). A lookup of one message waits
+ * until it is free (`settled`) and reads in that same turn, without taking the lock, so
+ * reading a message never holds back a lease of it. A move renames the message's
+ * directory before its group commit's directory fsync ends, and memory follows only then;
+ * so no command sees a message half-moved.
  *
  * The lock is a chain of promises per message. A call waits for the calls made before it
- * on any of its messages, and for nothing else, so waits cannot form a cycle. A call that
- * finds its messages free starts at once, in the caller's turn. `search` alone reads
- * without the lock: it lists, and must not wait for every message it passes.
+ * on any of its messages. The one rule: a call must never wait for another call on a
+ * message it holds (it would wait for itself); then waits cannot form a cycle. A call
+ * that finds its messages free starts at once, in the caller's turn.
+ *
+ * Not under the lock: the scheduler's claim (que → run, one synchronous rename), a clean's
+ * removal of finished messages, and the listings (`messages`, `search`, pull's `peek` and
+ * `list`), which show each message where they find it.
  */
 /** `fn()`, with a synchronous throw turned into a rejection. */
 function start<T>(fn: () => Promise<T>): Promise<T> {
@@ -51,7 +57,7 @@ export class MessageLocks {
       }
       if (freed) this.onFree();
     });
-    const mine = before.length === 0 ? start(fn) : Promise.all(before).then(fn);
+    const mine = before.length === 0 ? start(fn) : Promise.all(before).then(() => fn());
     // Later calls only learn that this one is over: its failure is its caller's to handle.
     void mine.then(release, release);
     return mine;
@@ -62,8 +68,8 @@ export class MessageLocks {
     return this.tails.has(id);
   }
 
-  /** Settles once the calls on message `id` made so far are over; undefined when there are none. */
-  whenFree(id: string): Promise<void> | undefined {
-    return this.tails.get(id);
+  /** Once no call on message `id` is under way or waiting; code that follows in the same turn sees it settled. */
+  async settled(id: string): Promise<void> {
+    for (let tail = this.tails.get(id); tail; tail = this.tails.get(id)) await tail;
   }
 }

@@ -23,9 +23,9 @@
  * millisecond timers. Blocking leases wait in a FIFO list that every message becoming
  * ready wakes (`wake`), with no polling.
  *
- * Every operation on a message runs under its lock (message-locks.ts, shared with the
- * engine), so an ack racing a TTR end or a set sees the message in one state or the
- * next, never halfway.
+ * Every operation that changes a message runs under its lock (message-locks.ts, shared
+ * with the engine), so an ack racing a TTR end or a set sees the message in one state or
+ * the next, never halfway.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -71,7 +71,7 @@ export interface PullHost {
   isPull(): boolean;
   /** May messages be handed out now (admin UP)? */
   isUp(): boolean;
-  /** The queue's per-message locks (the engine's): every operation on a message takes its lock. */
+  /** The queue's per-message locks (the engine's): every operation that changes a message takes its lock. */
   locks: MessageLocks;
   /** Where a message is (the engine's lookup), or undefined. */
   stateOf(id: string): State | undefined;
@@ -774,8 +774,7 @@ export class PullDesk {
           return;
         }
         // A finish committing right now answers this wait: let it first.
-        const changing = this.h.locks.whenFree(id);
-        if (changing) void changing.then(() => answer(null));
+        if (this.h.locks.isBusy(id)) void this.h.locks.settled(id).then(() => answer(null));
         else answer(null);
       };
       waiters.add(answer);

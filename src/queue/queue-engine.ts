@@ -210,8 +210,9 @@ export class QueueEngine {
   /**
    * One lock per message (message-locks.ts): a move (a commit prep → que, a finishing run
    * with the duplicates it holds, a pull command) renames before its group commit's
-   * directory fsync ends, and memory follows only then; every command on one message
-   * takes its lock, so none sees it half-moved.
+   * directory fsync ends, and memory follows only then. A command that changes one
+   * message takes its lock, and a lookup waits until it is free, so none sees it
+   * half-moved.
    */
   private readonly locks = new MessageLocks(() => this.pull.wake());
   /** Counters since this process started (the `stats` RPC). */
@@ -741,9 +742,10 @@ export class QueueEngine {
     return state;
   }
 
-  /** get_message_state: where a message is, under its lock (spec/rq.md §2.1). */
-  stateNow(id: string): Promise<State | undefined> {
-    return this.locks.exclusive(id, async () => this.stateOf(id));
+  /** get_message_state: where a message is once no command is changing it (spec/rq.md §2.1). */
+  async stateNow(id: string): Promise<State | undefined> {
+    await this.locks.settled(id);
+    return this.stateOf(id);
   }
 
   /** The status text: a run's last line from memory when it wrote one, else the status file. */
@@ -758,9 +760,20 @@ export class QueueEngine {
     return { ...msg, path: this.d.layout.displayPath(state, id), status, state };
   }
 
-  /** get_message: the read view with `_attachments`, under the message's lock. */
-  getMessage(id: string): Promise<MessageView> {
-    return this.locks.exclusive(id, () => this.readView(id));
+  /**
+   * get_message: the read view with `_attachments`, once no command is changing the
+   * message. Everything but the attachments' md5 is read in that turn; a message moved
+   * on while they were hashed is read again where it went.
+   */
+  async getMessage(id: string): Promise<MessageView> {
+    for (let attempt = 1; ; attempt++) {
+      await this.locks.settled(id);
+      try {
+        return await this.readView(id);
+      } catch (e) {
+        if (attempt >= 3 || errnoCode(e) !== 'ENOENT') throw e;
+      }
+    }
   }
 
   private async readView(id: string): Promise<MessageView> {
@@ -785,13 +798,11 @@ export class QueueEngine {
     return view;
   }
 
-  /** get_message_status, under the message's lock. */
-  getStatus(id: string): Promise<{ path: string; status: string; state: State }> {
-    return this.locks.exclusive(id, async () => {
-      const state = this.stateOf(id);
-      if (state === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found');
-      return { path: this.d.layout.displayPath(state, id), status: this.statusText(state, id), state };
-    });
+  /** get_message_status, once no command is changing the message. */
+  async getStatus(id: string): Promise<{ path: string; status: string; state: State }> {
+    const state = await this.stateNow(id);
+    if (state === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found');
+    return { path: this.d.layout.displayPath(state, id), status: this.statusText(state, id), state };
   }
 
   // ───────────────────────────── creating ─────────────────────────────
@@ -997,6 +1008,8 @@ export class QueueEngine {
 
   private termWorker(id: string): void {
     const run = this.run.get(id);
+    // Its worker has exited: the pid file may name a process that is not ours any more.
+    if (run?.finishing) throw new RqError('RQ_NOT_FOUND', 'msg not found');
     if (run?.starting) {
       run.destroyOnStart = true;
       this.d.log.info({ msg_id: id }, 'message destroyed as its worker starts');
@@ -1465,7 +1478,12 @@ export class QueueEngine {
    * (retried while its `msg` is still being written), one removed by hand is forgotten.
    */
   noticeQueName(id: string, attempt = 0): void {
-    if (!isSafeId(id) || id.startsWith('_') || this.heldIds.has(id) || this.run.has(id) || this.locks.isBusy(id)) return;
+    if (!isSafeId(id) || id.startsWith('_') || this.heldIds.has(id) || this.run.has(id)) return;
+    if (this.locks.isBusy(id)) {
+      // Being moved or changed: look again once that is over.
+      void this.locks.settled(id).then(() => this.noticeQueName(id, attempt));
+      return;
+    }
     const { store } = this.d;
     if (this.que.has(id)) {
       if (!store.exists('que', id)) this.que.remove(id);
@@ -1485,7 +1503,8 @@ export class QueueEngine {
     }
     const entry = entryFromMessage(msg);
     void this.journal(journalLine(entry)).then(() => {
-      if (!this.que.has(id) && !this.run.has(id) && !this.locks.isBusy(id) && store.exists('que', id)) {
+      if (this.locks.isBusy(id)) return this.noticeQueName(id, attempt);
+      if (!this.que.has(id) && !this.run.has(id) && store.exists('que', id)) {
         this.que.insert(entry);
         this.d.log.info({ msg_id: id }, 'picked up a message added to que/ by hand');
         this.pump();

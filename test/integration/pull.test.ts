@@ -98,6 +98,20 @@ describe('one message, one command at a time', () => {
     expect(await t().rpc(q, 'get_message_state', { msg_id: id })).toEqual(['fail', 'msg not found']);
     expect(await ok(t(), q, 'pull_stats', {})).toMatchObject({ ready: 0, leased: 0 });
   });
+
+  it('a waiting lease gets a message made ready by a command holding it, once the command lets go', async () => {
+    const q = await pullQueue(t());
+    const { id } = await ok(t(), q, 'publish', { ext_id: 'item', payload: b64('1') });
+    expect((await ok(t(), q, 'lease', { owner: 'a', ttr_ms: 60_000 })).map((j: any) => j.id)).toEqual([id]);
+    const waiting = t().rpc(q, 'lease', { owner: 'b', ttr_ms: 60_000, wait_ms: 4_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    // set moves the leased message back to que under its lock: the wake-up it causes
+    // finds the message still held, so only the lock's release can hand it to the waiter.
+    await ok(t(), q, 'set', { ext_id: 'item', payload: b64('2') });
+    const [, jobs] = (await waiting) as [string, any[]];
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]).toMatchObject({ id, payload: b64('2'), lease: { owner: 'b' } });
+  });
 });
 
 describe('lease ends', () => {

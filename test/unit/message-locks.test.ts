@@ -95,20 +95,27 @@ describe('MessageLocks', () => {
     expect(locks.isBusy('m1')).toBe(false);
   });
 
-  it('frees a message when its last call ends, and says so once per freeing', async () => {
+  it('frees a message when its last call ends, says so once per freeing, and `settled` waits for every call made so far', async () => {
     let freed = 0;
     const locks = new MessageLocks(() => freed++);
     const log: string[] = [];
     const a = gate(log, 'a');
+    const b = gate(log, 'b');
     void locks.exclusive('m1', a.fn);
-    const second = locks.exclusive('m1', async () => undefined);
-    const free = locks.whenFree('m1');
+    void locks.exclusive('m1', b.fn);
+    let settled = false;
+    void locks.settled('m1').then(() => (settled = true));
+    let otherSettled = false;
+    void locks.settled('m2').then(() => (otherSettled = true));
     expect(locks.isBusy('m1')).toBe(true);
-    expect(locks.whenFree('m2')).toBeUndefined();
     a.finish();
-    await second;
-    await free;
     await turn();
+    expect(otherSettled).toBe(true);
+    expect(settled).toBe(false);
+    expect(freed).toBe(0);
+    b.finish();
+    await turn();
+    expect(settled).toBe(true);
     expect(locks.isBusy('m1')).toBe(false);
     expect(freed).toBe(1);
   });
