@@ -56,7 +56,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { INSTALL_DEFAULTS, mainConfigText } from '../src/cli/rq-install.js';
 import { isOk, rpcCall } from '../src/client/rpc.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../src/domain/queue-config.js';
@@ -260,6 +260,8 @@ interface QueueOptions {
   base?: string;
   /** The queue process's entry point (default: the build under test). */
   main?: string;
+  /** Node flags for the queue process (default: the build under test's QUEUE_NODE_FLAGS). */
+  nodeFlags?: readonly string[];
 }
 
 /** Queue processes alive right now (killed on an interrupt). */
@@ -274,6 +276,7 @@ class BenchQueue {
   readonly label: string;
   readonly layout: QueueLayout;
   private readonly main: string;
+  private readonly nodeFlags: readonly string[];
   private child: ChildProcess | undefined;
   private output = '';
   /** Everything the process logged at warn level or worse, over all its lives. */
@@ -282,6 +285,7 @@ class BenchQueue {
   constructor(label: string, opts: QueueOptions) {
     this.label = label;
     this.main = opts.main ?? QUEUE_MAIN;
+    this.nodeFlags = opts.nodeFlags ?? QUEUE_NODE_FLAGS;
     this.root = makeInstall(label, opts.base);
     this.layout = queueLayout(rootLayout(this.root), this.name);
     ensureQueueDirs(this.layout);
@@ -303,7 +307,7 @@ class BenchQueue {
 
   /** Start `queue-main` (cwd = the root) and wait until it answers ping. */
   async start(timeoutMs = 60_000): Promise<void> {
-    const child = spawn(process.execPath, [...QUEUE_NODE_FLAGS, this.main, this.name], {
+    const child = spawn(process.execPath, [...this.nodeFlags, this.main, this.name], {
       cwd: this.root,
       env: { ...process.env, RQ_ROOT: this.root, RQ_LOG_LEVEL: 'warn', RQ_FATAL_DELAY_MS: '0' },
       // The IPC channel makes the queue process exit if this benchmark dies.
@@ -706,11 +710,16 @@ async function processingRate(label: string, workers: number, base?: string): Pr
  */
 async function duel(other: string): Promise<void> {
   if (!fs.existsSync(other)) throw new Error(`--duel: ${other} is missing`);
+  // The other build's queue processes run with its own flags (its install-root.js, beside its queue-main.js).
+  const { QUEUE_NODE_FLAGS: otherFlags } = (await import(pathToFileURL(path.join(path.dirname(other), '../lib/install-root.js')).href)) as {
+    QUEUE_NODE_FLAGS: readonly string[];
+  };
   say(`\n[duel] this build (${QUEUE_MAIN}) against ${other}: ${int(PROCESS_MSGS)} messages each, 4 workers, drained side by side`);
+  say(`  node flags: this build ${QUEUE_NODE_FLAGS.join(' ') || '(none)'}, other build ${otherFlags.join(' ') || '(none)'}`);
   const ratios: number[] = [];
   for (let round = 0; round < DUEL_ROUNDS; round++) {
     const mine = new BenchQueue(`duel-this-${round}`, { workers: 4, script: 'noop.sh', paused: true });
-    const theirs = new BenchQueue(`duel-other-${round}`, { workers: 4, script: 'noop.sh', paused: true, main: other });
+    const theirs = new BenchQueue(`duel-other-${round}`, { workers: 4, script: 'noop.sh', paused: true, main: other, nodeFlags: otherFlags });
     for (const q of [mine, theirs]) {
       await q.start();
       const made = await q.fill(PROCESS_MSGS, CLIENTS, performance.now() + CAP_MS.fill);
