@@ -52,7 +52,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -62,7 +61,7 @@ import { isOk, rpcCall } from '../src/client/rpc.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../src/domain/queue-config.js';
 import { QUEUE_MAIN as BUILT_QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../src/lib/install-root.js';
 import { ensureQueueDirs, queueLayout, rootLayout, type QueueLayout } from '../src/store/layout.js';
-import { figurePull, type PullBenchHelpers } from './pull-figures.js';
+import { figurePull, freePort, type PullBenchHelpers } from './pull-figures.js';
 import { figureWorkq } from './workq-figures.js';
 
 /** The queue process under test; RQ_BENCH_QUEUE_MAIN may point at another build to compare. */
@@ -969,12 +968,7 @@ async function figureWebPages(big: BenchQueue, waiting: number): Promise<void> {
   const size = int(waiting);
   const standIn = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)', 'rq-mgr'], { stdio: 'ignore' });
   fs.writeFileSync(rootLayout(big.root).mgrPidFile, `${standIn.pid}\n`);
-  const port = await new Promise<number>((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port: p } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(p));
-    });
-  });
+  const port = await freePort();
   writeMainConfig(big.root, port);
   // As rq-mgr does: an IPC channel, on which the web says when it listens.
   const web = spawn(process.execPath, [WEB_MAIN], { env: { ...process.env, RQ_ROOT: big.root }, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
