@@ -2,8 +2,9 @@
  * One lock per message, for the queue process. A command that moves or changes one
  * message runs under its lock (`exclusive`): the engine's commit, finishing run, delete,
  * destroy, run now, clone and attachments, and the pull commands that change a message
- * (lease, ack, nack, touch, set, TTR and TTL ends...). A lookup of one message waits
- * until it is free (`settled`) and reads in that same turn, without taking the lock, so
+ * (lease, ack, nack, touch, set, TTR and TTL ends...). A lookup of one message (the
+ * engine's get_message and state, pull's peek of a ref) waits until it is free
+ * (`settled`) and reads in that same turn, without taking the lock, so
  * reading a message never holds back a lease of it. A move renames the message's
  * directory before its group commit's directory fsync ends, and memory follows only then;
  * so no command sees a message half-moved.
@@ -14,8 +15,8 @@
  * that finds its messages free starts at once, in the caller's turn.
  *
  * Not under the lock: the scheduler's claim (que → run, one synchronous rename), a clean's
- * removal of finished messages, and the listings (`messages`, `search`, pull's `peek` and
- * `list`), which show each message where they find it.
+ * removal of finished messages, and the listings (`messages`, `search`, pull's `list` and
+ * `peek` of the next message), which may show a message where it was, or where it went.
  */
 /** `fn()`, with a synchronous throw turned into a rejection. */
 function start<T>(fn: () => Promise<T>): Promise<T> {

@@ -819,8 +819,12 @@ export class PullDesk {
     return out;
   }
 
-  /** peek: without `ref` the message the next lease would take; with it, that message in any state but done (with `all`, done too). */
-  peek(arg: Record<string, unknown>): PulledView | null {
+  /**
+   * peek: without `ref` the message the next lease would take; with it, that message in
+   * any state but done (with `all`, done too), once no command is changing it (as the
+   * engine's get_message).
+   */
+  async peek(arg: Record<string, unknown>): Promise<PulledView | null> {
     const ref = extIdOf(arg, 'ref');
     if (ref === undefined) {
       const now = Date.now();
@@ -835,8 +839,10 @@ export class PullDesk {
       return null;
     }
     const id = this.findExt(ref) ?? (isSafeId(ref) ? ref : undefined);
-    const state = id === undefined ? undefined : this.h.stateOf(id);
-    if (id === undefined || !isRemovable(state) || (state === 'done' && arg['all'] !== true)) return null;
+    if (id === undefined) return null;
+    await this.h.locks.settled(id);
+    const state = this.h.stateOf(id);
+    if (!isRemovable(state) || (state === 'done' && arg['all'] !== true)) return null;
     try {
       const msg = this.current(state, id);
       // Past its TTL, its timer not yet run: gone already for a reader.

@@ -99,6 +99,23 @@ describe('one message, one command at a time', () => {
     expect(await ok(t(), q, 'pull_stats', {})).toMatchObject({ ready: 0, leased: 0 });
   });
 
+  it('a peek sent while an ack is being committed waits for it, then shows the message done', async () => {
+    const hold = path.join(t().root, 'hold-dir-fsync');
+    const q = await pullQueue(t(), 'pq', HOLD_DIR_FSYNC_ENV);
+    const { id } = await ok(t(), q, 'publish', { payload: b64('job') });
+    await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
+    fs.writeFileSync(hold, '');
+    const acking = ok(t(), q, 'ack', { ref: id });
+    await waitFor(() => !fs.existsSync(path.join(t().queueDir(q), 'run', id)), 5_000, 'the ack to rename');
+    let answered = false;
+    const peeking = ok(t(), q, 'peek', { ref: id, all: true }).finally(() => (answered = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(answered).toBe(false);
+    fs.rmSync(hold);
+    await acking;
+    expect(await peeking).toMatchObject({ id, state: 'done' });
+  });
+
   it('a waiting lease gets a message made ready by a command holding it, once the command lets go', async () => {
     const q = await pullQueue(t());
     const { id } = await ok(t(), q, 'publish', { ext_id: 'item', payload: b64('1') });
