@@ -23,7 +23,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { REPO, TestRoot, pidAlive, shortId, useTestRoot, waitFor } from '../helpers/install.js';
+import { REPO, TestRoot, childrenOf, pidAlive, shortId, useTestRoot, waitFor } from '../helpers/install.js';
 import { STRUCK, startFaultProxy, type Fault, type FaultProxy } from '../helpers/fault-proxy.js';
 import { rackTemps, startWeb, type Web } from '../helpers/web.js';
 import { webPid } from '../helpers/web-process.js';
@@ -479,7 +479,13 @@ describe('exactly once at the edges', () => {
         queuePid = h.local.pidIn('queues/relay/queue.pid')!;
         // Stopped, it reads nothing more from the worker: the report stays unread.
         if (isAfterReport) process.kill(queuePid, 'SIGSTOP');
-        else await kill9(queuePid);
+        else {
+          // The script's fd 3 is read by the queue's spawner, which leaves once the queue
+          // is gone: only then does the report meet a closed pipe.
+          const spawners = childrenOf(queuePid);
+          await kill9(queuePid);
+          await waitFor(() => spawners.every((pid) => !pidAlive(pid)), 5_000, 'the spawners to leave');
+        }
       },
     });
     const id = await sendVia(h, proxy);
