@@ -21,6 +21,21 @@ export interface MainConfig extends HostInfo {
   basicAuth: BasicAuth | undefined;
   /** Substrings of client addresses allowed to use the web, or undefined for everyone. */
   allowedIps: string[] | undefined;
+  /**
+   * Host names (without port) a browser may call this install by, besides `localhost`,
+   * `127.0.0.1`, `[::1]`, `host` and `addr` (`allowed_hosts`). @default []
+   */
+  allowedHosts: string[];
+  /**
+   * Directories (absolute, or relative to the install root) whose scripts a queue created
+   * over HTTP may run, besides the install root itself (`script_dirs`). @default []
+   */
+  scriptDirs: string[];
+  /**
+   * The `exec_prefix` values a queue created over HTTP may have (`exec_prefixes`); a null
+   * `exec_prefix` counts as `bash -lc`. @default ["", "bash -lc"]
+   */
+  execPrefixes: string[];
   /** The pull front doors to serve (absent = off), each with its own section's keys. */
   protocols: Partial<Record<ProtocolName, ProtocolSection>>;
   raw: Record<string, unknown>;
@@ -50,9 +65,9 @@ function parseBasicAuth(v: unknown): BasicAuth | undefined {
   return { realm: typeof v['realm'] === 'string' ? v['realm'] : 'rq', users: users as Record<string, string> };
 }
 
-function parseAllowedIps(v: unknown): string[] | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v) || !v.every((ip) => typeof ip === 'string')) throw badKey('allowed_ips', 'an array of strings', v);
+function parseStrings(key: string, v: unknown, fallback: string[]): string[] {
+  if (v === undefined || v === null) return fallback;
+  if (!Array.isArray(v) || !v.every((s) => typeof s === 'string')) throw badKey(key, 'an array of strings', v);
   return v as string[];
 }
 
@@ -91,7 +106,10 @@ export function parseMainConfig(text: string): MainConfig {
     tmpdir: str(raw['tmpdir']),
     allowNewQueue: raw['allow_new_queue'] === true,
     basicAuth: parseBasicAuth(raw['basic_auth']),
-    allowedIps: parseAllowedIps(raw['allowed_ips']),
+    allowedIps: raw['allowed_ips'] === undefined || raw['allowed_ips'] === null ? undefined : parseStrings('allowed_ips', raw['allowed_ips'], []),
+    allowedHosts: parseStrings('allowed_hosts', raw['allowed_hosts'], []),
+    scriptDirs: parseStrings('script_dirs', raw['script_dirs'], []),
+    execPrefixes: parseStrings('exec_prefixes', raw['exec_prefixes'], ['', 'bash -lc']),
     protocols: parseProtocols(raw['protocols']),
     raw,
   };

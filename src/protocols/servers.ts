@@ -20,6 +20,8 @@ export interface ProtocolContext {
   root: RootLayout;
   client: PullClient;
   log: Logger;
+  /** The install's whole config.json (allowed hosts, and the other doors' sections). */
+  main: MainConfig;
   /** The protocol's `protocols.<name>` section (its own keys in `raw`). */
   section: ProtocolSection;
 }
@@ -47,7 +49,7 @@ export async function startProtocolServers(root: RootLayout, config: MainConfig,
       log.warn({ protocol: name }, `the ${name} front door is not built yet; its section is ignored`);
       continue;
     }
-    built.push({ name, section, server: factory({ root, client, log: log.child({ protocol: name }), section }) });
+    built.push({ name, section, server: factory({ root, client, log: log.child({ protocol: name }), main: config, section }) });
   }
   await Promise.all(
     built.map(
