@@ -14,7 +14,10 @@
  * 3. The queue name: `[A-Za-z0-9_.-]{1,255}` (§1), and also the shared protocol rule of
  *    names.ts (no leading dot, no `.deleted.<n>` suffix), so a Cloudq name is always
  *    an rq queue name; anything else is a 400 `invalid queue name`.
- * 4. Publish only: the body, at most 10 MiB (a 413 `job too large`), parsed as JSON
+ * 4. The queue must be open to this door (door-access.ts): one in a token-protected
+ *    lmstfy namespace that `queues` does not list is a 403 `queue belongs to a protected
+ *    lmstfy namespace`, for every route, before the body is read or the queue is made.
+ * 5. Publish only: the body, at most 10 MiB (a 413 `job too large`), parsed as JSON
  *    whatever the content type says (curl's `-d` sends a form type), or, failing that and
  *    sent as `application/x-www-form-urlencoded`, as Rack-style nested keys with qs; then
  *    the job checks of §4.1 in the spec's order, the first failure a 400.
@@ -44,6 +47,7 @@ import { RqError, explain, type ErrorCode } from '../domain/errors.js';
 import { isPlainObject } from '../domain/message.js';
 import { isProtocolQueueName } from '../domain/names.js';
 import type { Logger } from '../lib/logger.js';
+import { doorAccess, parseQueuePatterns, type QueueAccess } from './door-access.js';
 import { readBody, type BodyLimit } from './http-body.js';
 import type { PullClient, PulledJob } from './pull-client.js';
 import type { ProtocolContext } from './servers.js';
@@ -58,9 +62,11 @@ export interface CloudqConfig {
   waitMs: number;
   /** HTTP Basic auth: one user, one or two accepted passwords (node-cloudq's SECRET and SECRET2). @default none */
   basicAuth: { user: string; passwords: string[] } | undefined;
+  /** Patterns of the token-protected lmstfy queues this door may touch (door-access.ts). @default [] */
+  queues: RegExp[];
 }
 
-const KEYS = ['port', 'addr', 'flatReserve', 'reserveTimeoutMs', 'waitMs', 'basicAuth'] as const;
+const KEYS = ['port', 'addr', 'flatReserve', 'reserveTimeoutMs', 'waitMs', 'basicAuth', 'queues'] as const;
 /** The longest TTR a Node timer can hold. */
 const MAX_RESERVE_TIMEOUT_MS = 2_147_483_647;
 /** A GET held longer than an hour is a client or proxy problem, not a long poll. */
@@ -115,6 +121,7 @@ export function parseCloudqConfig(raw: Record<string, unknown>): CloudqConfig {
     reserveTimeoutMs: intIn(raw, 'reserveTimeoutMs', MAX_RESERVE_TIMEOUT_MS),
     waitMs: intIn(raw, 'waitMs', MAX_WAIT_MS),
     basicAuth,
+    queues: parseQueuePatterns('cloudq', raw['queues']),
   };
 }
 
@@ -132,6 +139,7 @@ const SUCCESS: Reply = { status: 200, body: { status: 'success' } };
 const EMPTY: Reply = { status: 200, body: { status: 'empty' } };
 const NOT_FOUND = refuse(404, 'not found');
 const INVALID_QUEUE = refuse(400, 'invalid queue name');
+const CLOSED_QUEUE = refuse(403, 'queue belongs to a protected lmstfy namespace');
 const TOO_LARGE = refuse(413, 'job too large');
 const INTERNAL = refuse(500, 'internal error');
 
@@ -287,10 +295,13 @@ function send(res: http.ServerResponse, reply: Reply): void {
 class Cloudq {
   private readonly client: PullClient;
   private readonly config: CloudqConfig;
+  /** Whether this door may touch a queue (door-access.ts). */
+  readonly mayTouch: QueueAccess;
 
-  constructor(client: PullClient, config: CloudqConfig) {
+  constructor(client: PullClient, config: CloudqConfig, mayTouch: QueueAccess) {
     this.client = client;
     this.config = config;
+    this.mayTouch = mayTouch;
   }
 
   /** §4.1: checked, stored durably (publish resolves after the commit), its id in the headers. */
@@ -339,6 +350,7 @@ async function handle(cloudq: Cloudq, config: CloudqConfig, req: http.IncomingMe
     return { ...refuse(401, 'unauthorized'), headers: { 'WWW-Authenticate': 'Basic realm="cloudq", charset="UTF-8"' } };
   }
   const route = routeOf(req.method, req.url);
+  if ('queue' in route && !cloudq.mayTouch(route.queue)) return CLOSED_QUEUE;
   switch (route.kind) {
     case 'hello':
       return { status: 200, body: { status: 'success', message: 'cloudq' } };
@@ -377,7 +389,7 @@ function logFailure(log: Logger, req: http.IncomingMessage, e: unknown, reply: R
 
 export function cloudqServer(ctx: ProtocolContext): http.Server {
   const config = parseCloudqConfig(ctx.section.raw);
-  const cloudq = new Cloudq(ctx.client, config);
+  const cloudq = new Cloudq(ctx.client, config, doorAccess(ctx.namespaces, config.queues));
   const server = http.createServer((req, res) => {
     req.on('error', () => undefined);
     handle(cloudq, config, req, res).then(

@@ -57,6 +57,12 @@ export class TokenTable {
     return this.preset.get(namespace)?.has(token) === true && this.revoked.get(namespace)?.has(token) !== true;
   }
 
+  /** Whether the namespace has any token at all (config.json's or minted, not revoked). */
+  hasAny(namespace: string): boolean {
+    if ((this.minted.get(namespace)?.size ?? 0) > 0) return true;
+    return [...(this.preset.get(namespace) ?? [])].some((t) => this.has(namespace, t));
+  }
+
   /** Every token of the namespace with its description. */
   list(namespace: string): Record<string, string> {
     const out: Record<string, string> = {};

@@ -13,10 +13,13 @@
  *
  * Config (`protocols.lmstfy` in config.json, beside `port` and `addr`):
  * - `tokens`: `{"<namespace>": ["<token>", ...]}`, tokens registered at start (§6's
- *   recommendation); the admin routes add and remove more (lmstfy-tokens.ts).
+ *   recommendation); the admin routes add and remove more (lmstfy-tokens.ts). A
+ *   namespace with a token is closed to the other front doors too (door-access.ts).
  * - `auth`: false skips the token check (the reference's `-sv` dev mode). @default true
  * - `accounts`: `{"<user>": "<password>"}`, HTTP Basic auth on the admin routes marked †
- *   in §6 (the reference's `Accounts`). @default none: the admin routes are open.
+ *   in §6 (the reference's `Accounts`). @default none: the token routes are off (403),
+ *   unless `auth` is false, when they are open. `/version`, `/info` and `/pools` are
+ *   always open: they show no token and nothing of any namespace.
  *
  * Not served: the rate limits (`/token/:ns/:token/limit`, `/limits`, so no `429`),
  * `/metrics` and `/accesslog`; they answer `404 {"error":"api not found"}`.
@@ -52,7 +55,7 @@ import {
   type PublishQuery,
   type Reply,
 } from './lmstfy-wire.js';
-import { DEFAULT_POOL, splitPool, TokenTable } from './lmstfy-tokens.js';
+import { DEFAULT_POOL, splitPool, type TokenTable } from './lmstfy-tokens.js';
 import { readBody } from './http-body.js';
 import type { PullClient, PulledJob } from './pull-client.js';
 import type { ProtocolContext } from './servers.js';
@@ -83,6 +86,7 @@ const MAX_WAIT_MS = 2_000_000_000;
 const MAX_RESPAWN_TTL_S = LIMITS.uint32;
 
 const NOT_FOUND = fail(404, 'api not found');
+const ADMIN_OFF = fail(403, 'the token routes are off: set "accounts" in protocols.lmstfy to use them (or "auth": false, for development only)');
 
 /** Check the section's own keys; a bad one is an RQ_CONFIG error naming it. */
 export function parseLmstfySection(raw: Record<string, unknown>): LmstfyConfig {
@@ -119,8 +123,8 @@ export function parseLmstfySection(raw: Record<string, unknown>): LmstfyConfig {
 }
 
 export function lmstfyServer(ctx: ProtocolContext): http.Server {
-  const config = parseLmstfySection(ctx.section.raw);
-  const door = new LmstfyDoor(ctx.client, ctx.log, config, new TokenTable(ctx.root.configDir, config.preset));
+  const { config, tokens } = ctx.namespaces.lmstfy();
+  const door = new LmstfyDoor(ctx.client, ctx.log, config, tokens);
   return http.createServer((req, res) => void door.serve(req, res));
 }
 
@@ -395,7 +399,8 @@ class LmstfyDoor {
     const isList = segs.length === 2 && m === 'GET';
     const isDelete = segs.length === 3 && m === 'DELETE' && token !== undefined;
     if (!isCreate && !isList && !isDelete) return NOT_FOUND;
-    if (!this.adminAllowed(req)) return { status: 401, headers: { 'WWW-Authenticate': 'Basic realm="lmstfy admin"' } };
+    const refused = this.adminRefusal(req);
+    if (refused) return refused;
     if (isCreate) return this.mintToken(req, ns, query);
     const nsProblem = adminNamespaceProblem(ns);
     if (nsProblem) return nsProblem;
@@ -426,17 +431,21 @@ class LmstfyDoor {
     return { status: 201, body: { token } };
   }
 
-  /** HTTP Basic auth against `accounts`, when configured. */
-  private adminAllowed(req: http.IncomingMessage): boolean {
+  /**
+   * The token routes' gate: HTTP Basic auth against `accounts` when configured; without
+   * them the routes are off, unless `auth` is false (dev mode, where they are open).
+   */
+  private adminRefusal(req: http.IncomingMessage): Reply | undefined {
     const accounts = this.config.accounts;
-    if (!accounts) return true;
+    if (!accounts) return this.config.auth ? ADMIN_OFF : undefined;
+    const unauthorized: Reply = { status: 401, headers: { 'WWW-Authenticate': 'Basic realm="lmstfy admin"' } };
     const m = /^Basic\s+(\S+)$/i.exec(req.headers.authorization ?? '');
-    if (!m) return false;
+    if (!m) return unauthorized;
     const text = Buffer.from(m[1]!, 'base64').toString('utf8');
     const at = text.indexOf(':');
-    if (at < 0) return false;
+    if (at < 0) return unauthorized;
     const want = accounts[text.slice(0, at)];
-    return want !== undefined && sameSecret(text.slice(at + 1), want);
+    return want !== undefined && sameSecret(text.slice(at + 1), want) ? undefined : unauthorized;
   }
 
   private errorReply(e: unknown, req: http.IncomingMessage): Reply {

@@ -24,11 +24,15 @@
  * becomes a reply through REPLIES, the one table. A request that makes no progress for
  * WATCHDOG_MS gets the reference's 500 JSON; a fetch answered by the watchdog (or for a
  * client that has gone) hands its leases back. Bodies over MAX_BODY_BYTES are a 413.
+ *
+ * A queue in a token-protected lmstfy namespace is closed to this door (a 403, before
+ * anything else is read) unless the section's `queues` patterns name it (door-access.ts).
  */
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { RqError, explain, type ErrorCode } from '../domain/errors.js';
 import { isProtocolQueueName } from '../domain/names.js';
+import { doorAccess, parseQueuePatterns, type QueueAccess } from './door-access.js';
 import { readBody } from './http-body.js';
 import type { PublishInput, PulledJob } from './pull-client.js';
 import type { ProtocolContext } from './servers.js';
@@ -289,6 +293,18 @@ function parseTtrMs(raw: string | undefined): number {
   return seconds <= 0 ? 0 : Math.min(Math.ceil(seconds * 1000), MAX_TTR_MS);
 }
 
+/** What the handlers get: the door's context, and which queues it may touch. */
+interface RqmsDoor extends ProtocolContext {
+  mayTouch: QueueAccess;
+}
+
+/** The request's queue: a good name, and one this door may touch (RQ_FORBIDDEN otherwise). */
+function queueOf(ctx: RqmsDoor, r: Incoming): string {
+  const queue = checkQueue(pathSegment(r.segments[0] ?? ''));
+  if (!ctx.mayTouch(queue)) throw refuse('RQ_FORBIDDEN', 'That queue belongs to a protected lmstfy namespace; I have not been given leave to touch it.');
+  return queue;
+}
+
 interface Incoming {
   segments: string[];
   query: string;
@@ -297,8 +313,8 @@ interface Incoming {
 }
 
 /** GET /<queue>?count&time: lease up to `count` items in id order; a reply nobody receives hands them back. */
-async function fetchItems(ctx: ProtocolContext, r: Incoming): Promise<void> {
-  const queue = checkQueue(pathSegment(r.segments[0] ?? ''));
+async function fetchItems(ctx: RqmsDoor, r: Incoming): Promise<void> {
+  const queue = queueOf(ctx, r);
   const params = parseQuery(r.query);
   const count = parseCount(params.get('count'));
   const ttrMs = parseTtrMs(params.get('time'));
@@ -312,8 +328,8 @@ async function fetchItems(ctx: ProtocolContext, r: Incoming): Promise<void> {
 }
 
 /** POST /<queue>?id=<id>: a new item; the id taken is RQ_DUPLICATE (409), the item unchanged. */
-async function postItem(ctx: ProtocolContext, r: Incoming): Promise<Reply> {
-  const queue = checkQueue(pathSegment(r.segments[0] ?? ''));
+async function postItem(ctx: RqmsDoor, r: Incoming): Promise<Reply> {
+  const queue = queueOf(ctx, r);
   const id = checkItemId(parseQuery(r.query).get('id'), 'an id: POST /<queue>?id=<id>');
   const value = jsonText(await readItemBody(r));
   if (value === undefined) throw refuse('RQ_BAD_MESSAGE', PHRASE.badValue);
@@ -322,8 +338,8 @@ async function postItem(ctx: ProtocolContext, r: Incoming): Promise<Reply> {
 }
 
 /** PUT /<queue>/<name>: create or replace the item, whatever its state; its lock goes and old tickets go stale. */
-async function setItem(ctx: ProtocolContext, r: Incoming): Promise<Reply> {
-  const queue = checkQueue(pathSegment(r.segments[0] ?? ''));
+async function setItem(ctx: RqmsDoor, r: Incoming): Promise<Reply> {
+  const queue = queueOf(ctx, r);
   const raw = r.segments[1];
   const name = checkItemId(raw === undefined ? undefined : pathSegment(raw), 'a name: PUT /<queue>/<name>');
   const value = jsonText(await readItemBody(r));
@@ -338,8 +354,8 @@ async function setItem(ctx: ProtocolContext, r: Incoming): Promise<Reply> {
  * the item that has it now (a rev this door did not issue for it, or an earlier item of
  * the same id), or its rev has changed since.
  */
-async function deleteItem(ctx: ProtocolContext, r: Incoming): Promise<Reply> {
-  const queue = checkQueue(pathSegment(r.segments[0] ?? ''));
+async function deleteItem(ctx: RqmsDoor, r: Incoming): Promise<Reply> {
+  const queue = queueOf(ctx, r);
   const text = jsonText(await readItemBody(r));
   if (text === undefined) throw refuse('RQ_BAD_REQUEST', PHRASE.badTicket);
   let ticket: unknown = JSON.parse(text);
@@ -356,7 +372,7 @@ async function deleteItem(ctx: ProtocolContext, r: Incoming): Promise<Reply> {
   return html(200, PHRASE.deleted);
 }
 
-async function serve(ctx: ProtocolContext, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function serve(ctx: RqmsDoor, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const method = req.method ?? '';
   const exchange = new Exchange(res, method, ctx.log);
   const url = req.url ?? '/';
@@ -375,17 +391,18 @@ async function serve(ctx: ProtocolContext, req: http.IncomingMessage, res: http.
   }
 }
 
-/** The section has only the keys main-config.ts reads (`port`, `addr`). */
-function checkSection(raw: Record<string, unknown>): void {
+/** The section's own keys: `queues` besides `port` and `addr` (main-config.ts reads those); returns the patterns. */
+export function parseRqmsSection(raw: Record<string, unknown>): RegExp[] {
   for (const key of Object.keys(raw)) {
-    if (key !== 'port' && key !== 'addr') {
-      throw new RqError('RQ_CONFIG', `Bad config file: "protocols.rqms.${key}" is not a key of the rqms front door (it has "port" and "addr")`);
+    if (key !== 'port' && key !== 'addr' && key !== 'queues') {
+      throw new RqError('RQ_CONFIG', `Bad config file: "protocols.rqms.${key}" is not a key of the rqms front door (it has "port", "addr" and "queues")`);
     }
   }
+  return parseQueuePatterns('rqms', raw['queues']);
 }
 
-export function rqmsServer(ctx: ProtocolContext): http.Server {
-  checkSection(ctx.section.raw);
+export function rqmsServer(base: ProtocolContext): http.Server {
+  const ctx: RqmsDoor = { ...base, mayTouch: doorAccess(base.namespaces, parseRqmsSection(base.section.raw)) };
   const server = http.createServer((req, res) => void serve(ctx, req, res));
   // The head of a request within the watchdog's time too.
   server.headersTimeout = WATCHDOG_MS;

@@ -3,13 +3,16 @@
  * protocol enabled in `config.json` `protocols` (main-config.ts), on its own `addr:port`.
  * Each protocol module checks its own keys and builds its server; all of them reach the
  * queues through one PullClient and keep no queue state, so a restart of the web
- * process loses no lease and no job.
+ * process loses no lease and no job. They also share one view of lmstfy's namespaces
+ * (door-access.ts): the lmstfy door's token table, read once here, is the one every
+ * door asks which queues are closed to it.
  */
 import type net from 'node:net';
 import type { MainConfig, ProtocolName, ProtocolSection } from '../domain/main-config.js';
 import type { Logger } from '../lib/logger.js';
 import type { RootLayout } from '../store/layout.js';
 import { cloudqServer } from './cloudq.js';
+import { Namespaces } from './door-access.js';
 import { lmstfyServer } from './lmstfy.js';
 import { PullClient } from './pull-client.js';
 import { rqmsServer } from './rqms.js';
@@ -24,6 +27,8 @@ export interface ProtocolContext {
   main: MainConfig;
   /** The protocol's `protocols.<name>` section (its own keys in `raw`). */
   section: ProtocolSection;
+  /** lmstfy's namespaces and tokens, the same object for every door. */
+  namespaces: Namespaces;
 }
 
 /** Builds a protocol's server (not yet listening); throws RqError RQ_CONFIG for a bad key of its section. */
@@ -42,6 +47,7 @@ const FACTORIES: Partial<Record<ProtocolName, ProtocolFactory>> = {
  */
 export async function startProtocolServers(root: RootLayout, config: MainConfig, log: Logger): Promise<net.Server[]> {
   const client = new PullClient(root, log);
+  const namespaces = Namespaces.open(root, config);
   const built: Array<{ name: ProtocolName; section: ProtocolSection; server: net.Server }> = [];
   for (const [name, section] of Object.entries(config.protocols) as Array<[ProtocolName, ProtocolSection]>) {
     const factory = FACTORIES[name];
@@ -49,7 +55,7 @@ export async function startProtocolServers(root: RootLayout, config: MainConfig,
       log.warn({ protocol: name }, `the ${name} front door is not built yet; its section is ignored`);
       continue;
     }
-    built.push({ name, section, server: factory({ root, client, log: log.child({ protocol: name }), main: config, section }) });
+    built.push({ name, section, server: factory({ root, client, log: log.child({ protocol: name }), main: config, section, namespaces }) });
   }
   await Promise.all(
     built.map(

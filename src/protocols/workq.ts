@@ -16,6 +16,13 @@
  * What is this door's own: the names used only by `lease` (`config/workq.names`, one per
  * line), the connection count, the start time, and the evicted count (the sum of the
  * queue processes' counts, from this process's start on).
+ *
+ * A queue in a token-protected lmstfy namespace that the section's `queues` patterns do
+ * not name is closed to this door (door-access.ts), as a name it may not use: `add`,
+ * `schedule`, `run` and `lease` naming one are `Invalid Name` (and such a name is never
+ * recorded); a job in one is absent (`-NOT-FOUND`) to the commands by id; `inspect
+ * queues` leaves it out and `inspect queue`, `jobs` and `scheduled-jobs` answer
+ * `-NOT-FOUND`, as for a queue that does not exist.
  */
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
@@ -24,6 +31,7 @@ import path from 'node:path';
 import { RqError } from '../domain/errors.js';
 import { abortableSleep } from '../lib/abortable-sleep.js';
 import { queueDirNames } from '../store/layout.js';
+import { doorAccess, parseQueuePatterns } from './door-access.js';
 import type { PublishInput, PulledJob, PullStats } from './pull-client.js';
 import type { ProtocolContext } from './servers.js';
 import {
@@ -43,7 +51,7 @@ import {
   type WorkqRequest,
 } from './workq-wire.js';
 
-const KEYS = ['port', 'addr', 'strict', 'strictUuidV4', 'strictTtlCap'] as const;
+const KEYS = ['port', 'addr', 'strict', 'strictUuidV4', 'strictTtlCap', 'queues'] as const;
 /** Add and run jobs sort before every scheduled job of their priority (§7). */
 const UNSCHEDULED_RANK = Number.MIN_SAFE_INTEGER;
 /** Expiry instants past year 9999 are "never" (§4). */
@@ -56,9 +64,17 @@ const RUN_MARGIN_MS = 60_000;
 const MAX_QUEUED = 1_000;
 /** The TTR of a lease of a message that has none (one another front door made). */
 const DEFAULT_TTR_MS = 60_000;
+/** A name this door may not use (door-access.ts): §3's word for a name it cannot take. */
+const CLOSED_NAME = clientError('Invalid Name');
+
+/** The section, checked: the codec's options, and the patterns of the protected lmstfy queues this door may touch. */
+export interface WorkqConfig extends WireOptions {
+  /** @default [] */
+  queues: RegExp[];
+}
 
 /** Check the section's own keys; a bad one is an RQ_CONFIG error naming it. */
-export function parseWorkqSection(raw: Record<string, unknown>): WireOptions {
+export function parseWorkqSection(raw: Record<string, unknown>): WorkqConfig {
   for (const key of Object.keys(raw)) {
     if (!(KEYS as readonly string[]).includes(key)) throw new RqError('RQ_CONFIG', `Bad config file: "protocols.workq.${key}" is not a Workq key (known: ${KEYS.join(', ')})`);
   }
@@ -68,7 +84,7 @@ export function parseWorkqSection(raw: Record<string, unknown>): WireOptions {
     return v;
   };
   const strict = flag('strict');
-  return { strictUuidV4: strict || flag('strictUuidV4'), strictTtlCap: strict || flag('strictTtlCap') };
+  return { strictUuidV4: strict || flag('strictUuidV4'), strictTtlCap: strict || flag('strictTtlCap'), queues: parseQueuePatterns('workq', raw['queues']) };
 }
 
 /** The sort key after rank: created (µs, fixed width), then the id (§7). */
@@ -143,11 +159,13 @@ export function workqServer(ctx: ProtocolContext): net.Server {
   const made = new EventEmitter();
   made.setMaxListeners(0);
   const evicted = new EvictedCount(started);
+  const mayTouch = doorAccess(ctx.namespaces, options.queues);
   let clients = 0;
 
-  const known = (name: string): boolean => client.exists(name) || leaseNames.has(name);
+  /** A queue or lease-only name this door can see. */
+  const known = (name: string): boolean => mayTouch(name) && (client.exists(name) || leaseNames.has(name));
 
-  const allNames = (): string[] => [...new Set([...queueDirNames(ctx.root), ...leaseNames])].sort();
+  const allNames = (): string[] => [...new Set([...queueDirNames(ctx.root), ...leaseNames])].filter(mayTouch).sort();
 
   const stats = async (name: string): Promise<PullStats> => {
     const s = await client.stats(name);
@@ -165,9 +183,14 @@ export function workqServer(ctx: ProtocolContext): net.Server {
     if (isNew) made.emit('queue', name);
   };
 
-  /** A job by its UUID: its queue and short id. */
-  const find = (id: string): { queue: string; id: string } => {
+  /** A job by its UUID, in a queue this door may touch: its queue and short id. */
+  const locate = (id: string): { queue: string; id: string } | undefined => {
     const target = client.findServerId(id);
+    return target !== undefined && mayTouch(target.queue) ? target : undefined;
+  };
+
+  const find = (id: string): { queue: string; id: string } => {
+    const target = locate(id);
     if (target === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not found');
     return target;
   };
@@ -250,7 +273,7 @@ export function workqServer(ctx: ProtocolContext): net.Server {
         return inspectReply(jobs.map(jobRecord));
       }
       case 'job': {
-        const target = client.findServerId(req.id);
+        const target = locate(req.id);
         const job = target && (await client.peek(target.queue, target.id, { all: true }));
         return job ? inspectReply([jobRecord(job)]) : NOT_FOUND;
       }
@@ -259,6 +282,8 @@ export function workqServer(ctx: ProtocolContext): net.Server {
 
   const run = async (req: WorkqRequest, gone: AbortSignal): Promise<Buffer> => {
     const now = Date.now();
+    if ((req.cmd === 'add' || req.cmd === 'schedule' || req.cmd === 'run') && !mayTouch(req.name)) return CLOSED_NAME;
+    if (req.cmd === 'lease' && !req.names.every(mayTouch)) return CLOSED_NAME;
     switch (req.cmd) {
       case 'add':
       case 'schedule': {

@@ -531,13 +531,15 @@ describe('a restart of the queue process', () => {
 
 describe('the protocols.cloudq section', () => {
   it('takes the documented keys with their defaults', () => {
-    expect(parseCloudqConfig({ port: 1 })).toEqual({ flatReserve: false, reserveTimeoutMs: 0, waitMs: 0, basicAuth: undefined });
+    expect(parseCloudqConfig({ port: 1 })).toEqual({ flatReserve: false, reserveTimeoutMs: 0, waitMs: 0, basicAuth: undefined, queues: [] });
     expect(parseCloudqConfig({ port: 1, addr: '0.0.0.0', flatReserve: true, reserveTimeoutMs: 5000, waitMs: 500, basicAuth: { user: 'u', passwords: ['a', 'b'] } })).toEqual({
       flatReserve: true,
       reserveTimeoutMs: 5000,
       waitMs: 500,
       basicAuth: { user: 'u', passwords: ['a', 'b'] },
+      queues: [],
     });
+    expect(parseCloudqConfig({ port: 1, queues: ['nsB.*', 'jobs'] }).queues.map(String)).toEqual(['/^nsB\\..*$/', '/^jobs$/']);
   });
 
   it('refuses a bad key with RQ_CONFIG naming it', () => {
@@ -555,6 +557,9 @@ describe('the protocols.cloudq section', () => {
       [{ basicAuth: { user: 'u', passwords: ['a', 7] } }, '"protocols.cloudq.basicAuth.passwords"'],
       [{ basicAuth: { user: 'u', password: 'a' } }, '"protocols.cloudq.basicAuth.passwords"'],
       [{ waitms: 100 }, '"protocols.cloudq.waitms" is not a Cloudq key'],
+      [{ queues: 'nsB.*' }, '"protocols.cloudq.queues" must be an array of queue name patterns'],
+      [{ queues: ['nsB/*'] }, '"protocols.cloudq.queues"'],
+      [{ queues: [''] }, '"protocols.cloudq.queues"'],
     ];
     for (const [section, text] of cases) {
       let thrown: unknown;

@@ -37,15 +37,24 @@ interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** The admin account of the installs that use the token routes. */
+const ADMIN = { admin: 'secret' };
+
+/** An HTTP Basic `authorization` header. */
+const basic = (user: string, pass: string): Record<string, string> => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
+
 /** An HTTP client of one lmstfy listener. */
 class Lmstfy {
   readonly base: string;
-  constructor(base: string) {
+  /** Headers sent with every call (an admin's credentials). */
+  private readonly always: Record<string, string>;
+  constructor(base: string, always: Record<string, string> = {}) {
     this.base = base;
+    this.always = always;
   }
 
   async call(method: string, pathname: string, o: CallOptions = {}): Promise<Res> {
-    const headers: Record<string, string> = { ...o.headers };
+    const headers: Record<string, string> = { ...this.always, ...o.headers };
     const token = o.token === undefined ? TOKEN : o.token;
     if (token !== null) headers['X-Token'] = token;
     const res = await fetch(this.base + pathname, { method, headers, ...(o.body !== undefined ? { body: o.body } : {}), ...(o.signal ? { signal: o.signal } : {}) });
@@ -96,9 +105,12 @@ const fresh = (stem = 'q'): string => `${stem}${++serial}`;
  * One install for the calling describe: rq-mgr, the web and the lmstfy door with this
  * section (tokens of NS and OTHER_NS by default).
  */
-function lmstfyInstall(section: Record<string, unknown> = { tokens: { [NS]: [TOKEN], [OTHER_NS]: [OTHER_TOKEN] } }): { t: () => TestRoot; api: () => Lmstfy; port: () => number } {
+function lmstfyInstall(
+  section: Record<string, unknown> = { tokens: { [NS]: [TOKEN], [OTHER_NS]: [OTHER_TOKEN] } },
+  always: Record<string, string> = {},
+): { t: () => TestRoot; api: () => Lmstfy; port: () => number } {
   const doors = sharedProtocols({ lmstfy: section });
-  return { t: doors.t, api: () => new Lmstfy(doors.base('lmstfy')), port: () => doors.port('lmstfy') };
+  return { t: doors.t, api: () => new Lmstfy(doors.base('lmstfy'), always), port: () => doors.port('lmstfy') };
 }
 
 /** The ms a promise took, with its value. */
@@ -147,6 +159,19 @@ describe('lmstfy: transport, names, tokens', () => {
       const r = await api().call(method, p);
       expect({ method, p, status: r.status, body: r.body }).toEqual({ method, p, status: 404, body: { error: 'api not found' } });
     }
+  });
+
+  it('keeps the token routes off without accounts, saying how to turn them on; /version, /info and /pools stay open', async () => {
+    const off = { status: 403, body: { error: expect.stringMatching(/"accounts".*"auth": false/) } };
+    const custom = 'my-own-token-0123456789';
+    expect(await api().call('GET', `/token/${NS}`, { token: null })).toMatchObject(off);
+    expect(await api().call('POST', `/token/${NS}?description=mine`, { token: null })).toMatchObject(off);
+    expect(await api().call('POST', `/token/fresh?description=mine&token=${custom}`, { token: null })).toMatchObject(off);
+    expect(await api().call('DELETE', `/token/${NS}/${TOKEN}`, { token: null })).toMatchObject(off);
+    // Nothing changed: the config's token still works, and the custom one was not minted.
+    expect(await api().call('GET', `/api/${NS}/q/peek`)).toMatchObject({ status: 404, body: { error: 'job not found' } });
+    expect(await api().call('GET', `/api/fresh/q/peek`, { token: custom })).toMatchObject({ status: 401, body: { error: 'invalid token' } });
+    for (const p of ['/version', '/info', '/pools']) expect((await api().call('GET', p, { token: null })).status, p).toBe(200);
   });
 
   it('checks names before the token, in the spec order, with the spec texts', async () => {
@@ -785,7 +810,7 @@ describe('lmstfy: a restart of the queue process', () => {
 });
 
 describe('lmstfy: admin routes and tokens', () => {
-  const { t, api } = lmstfyInstall({ tokens: { [NS]: [TOKEN, `default:${OTHER_TOKEN}`] } });
+  const { t, api } = lmstfyInstall({ tokens: { [NS]: [TOKEN, `default:${OTHER_TOKEN}`] }, accounts: ADMIN }, basic('admin', 'secret'));
 
   it('serves /version, /info and /pools', async () => {
     expect(await api().call('GET', '/version', { token: null })).toMatchObject({ status: 200, body: { version: expect.any(String) } });
@@ -851,7 +876,7 @@ describe('lmstfy: admin routes and tokens', () => {
     expect(JSON.parse(fs.readFileSync(file, 'utf8'))).toMatchObject({ tokens: { keep: { [minted]: 'kept' } }, revoked: { [NS]: [OTHER_TOKEN] } });
 
     expect((await t().bin('rq-mgr', ['stop'])).code).toBe(0);
-    const again = new Lmstfy((await startProtocols(t(), { lmstfy: { tokens: { [NS]: [TOKEN, OTHER_TOKEN] } } })).base('lmstfy'));
+    const again = new Lmstfy((await startProtocols(t(), { lmstfy: { tokens: { [NS]: [TOKEN, OTHER_TOKEN] }, accounts: ADMIN } })).base('lmstfy'), basic('admin', 'secret'));
     expect(await again.call('GET', `/api/keep/q/peek`, { token: minted })).toMatchObject({ status: 404, body: { error: 'job not found' } });
     expect(await again.call('GET', `/api/${NS}/q/peek`, { token: OTHER_TOKEN })).toMatchObject({ status: 401, body: { error: 'invalid token' } });
     expect(await again.call('GET', `/api/${NS}/q/peek`, { token: TOKEN })).toMatchObject({ status: 404 });
@@ -862,7 +887,7 @@ describe('lmstfy: admin routes and tokens', () => {
 });
 
 describe('lmstfy: auth off, admin accounts', () => {
-  const { api } = lmstfyInstall({ auth: false, accounts: { admin: 'secret' } });
+  const { api } = lmstfyInstall({ auth: false, accounts: ADMIN });
 
   it('skips the token check with auth false, but still checks names and the pool', async () => {
     const q = fresh();
@@ -874,7 +899,6 @@ describe('lmstfy: auth off, admin accounts', () => {
   });
 
   it('asks for HTTP Basic auth on the token routes when accounts are set', async () => {
-    const basic = (user: string, pass: string): Record<string, string> => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
     const no = await api().call('POST', '/token/ns?description=d', { token: null });
     expect(no.status).toBe(401);
     expect(no.headers.get('www-authenticate')).toMatch(/^Basic /);

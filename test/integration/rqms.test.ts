@@ -11,7 +11,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
-import { rqmsServer } from '../../src/protocols/rqms.js';
+import { parseRqmsSection, rqmsServer } from '../../src/protocols/rqms.js';
 import type { ProtocolContext } from '../../src/protocols/servers.js';
 import { waitFor, type TestRoot } from '../helpers/install.js';
 import { sharedProtocols } from '../helpers/protocols.js';
@@ -432,5 +432,15 @@ describe('rqms config', () => {
     expect(() => rqmsServer(ctx)).toThrow(/protocols\.rqms\.tokn/);
     const ok = rqmsServer({ ...ctx, section: { port: 7085, addr: '127.0.0.1', raw: { port: 7085 } } });
     ok.close();
+  });
+
+  it('takes queues, an array of queue name patterns, and names it when it is bad', () => {
+    expect(parseRqmsSection({ port: 1 })).toEqual([]);
+    expect(parseRqmsSection({ port: 1, queues: ['nsB.*'] }).map(String)).toEqual(['/^nsB\\..*$/']);
+    for (const queues of ['nsB.*', ['a b'], [null]]) {
+      expect(() => parseRqmsSection({ port: 1, queues }), JSON.stringify(queues)).toThrow(
+        expect.objectContaining({ code: 'RQ_CONFIG', message: expect.stringContaining('"protocols.rqms.queues" must be an array of queue name patterns') }),
+      );
+    }
   });
 });

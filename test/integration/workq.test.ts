@@ -1273,15 +1273,16 @@ describe('workq: the config section', () => {
   }
 
   it('takes strict, strictUuidV4 and strictTtlCap (default off; strict turns both on) and refuses a bad key with RQ_CONFIG naming it', () => {
-    expect(parseWorkqSection({ port: 1 })).toEqual({ strictUuidV4: false, strictTtlCap: false });
-    expect(parseWorkqSection({ port: 1, addr: '0.0.0.0', strict: true })).toEqual({ strictUuidV4: true, strictTtlCap: true });
-    expect(parseWorkqSection({ port: 1, strictUuidV4: true })).toEqual({ strictUuidV4: true, strictTtlCap: false });
-    expect(parseWorkqSection({ port: 1, strictTtlCap: true, strict: false })).toEqual({ strictUuidV4: false, strictTtlCap: true });
+    expect(parseWorkqSection({ port: 1 })).toEqual({ strictUuidV4: false, strictTtlCap: false, queues: [] });
+    expect(parseWorkqSection({ port: 1, addr: '0.0.0.0', strict: true })).toEqual({ strictUuidV4: true, strictTtlCap: true, queues: [] });
+    expect(parseWorkqSection({ port: 1, strictUuidV4: true })).toEqual({ strictUuidV4: true, strictTtlCap: false, queues: [] });
+    expect(parseWorkqSection({ port: 1, strictTtlCap: true, strict: false })).toEqual({ strictUuidV4: false, strictTtlCap: true, queues: [] });
     for (const [section, text] of [
       [{ strict: 'yes' }, '"protocols.workq.strict" must be true or false, got "yes"'],
       [{ strictUuidV4: 1 }, '"protocols.workq.strictUuidV4" must be true or false, got 1'],
       [{ strictTtlCap: 'true' }, '"protocols.workq.strictTtlCap" must be true or false'],
       [{ strictTTLCap: true }, '"protocols.workq.strictTTLCap"'],
+      [{ queues: [7] }, '"protocols.workq.queues" must be an array of queue name patterns'],
     ] as Array<[Record<string, unknown>, string]>) {
       expect(() => parseWorkqSection({ port: 1, ...section }), JSON.stringify(section)).toThrow(
         expect.objectContaining({ constructor: RqError, code: 'RQ_CONFIG', message: expect.stringContaining(text) }),
@@ -1294,6 +1295,7 @@ describe('workq: the config section', () => {
       [{ strict: 'yes' }, 'protocols.workq.strict'],
       [{ strictUuidV4: 1 }, 'protocols.workq.strictUuidV4'],
       [{ strictTtlCap: 'true' }, 'protocols.workq.strictTtlCap'],
+      [{ queues: 'nsB.*' }, 'protocols.workq.queues'],
     ] as Array<[Record<string, unknown>, string]>) {
       const { code, out } = await webWith(t(), section);
       expect(code, JSON.stringify(section)).toBe(1);
