@@ -71,7 +71,7 @@ const cloudqJob = JSON.stringify({ job: { klass: 'Planted', args: [1] } });
 describe('namespaces: a token-protected lmstfy namespace is closed to the other doors', () => {
   const { t, lmstfy, cloudq, rqms, workq } = doors({
     lmstfy: { tokens: { nsB: [TOKEN_B] }, accounts: { admin: 'secret' } },
-    cloudq: {},
+    cloudq: { waitMs: 3000 },
     rqms: {},
     workq: {},
   });
@@ -95,6 +95,9 @@ describe('namespaces: a token-protected lmstfy namespace is closed to the other 
     expect(await cloudq('POST', `/${q}`, { body: cloudqJob })).toMatchObject(cloudqRefusal);
     expect(await cloudq('PUT', `/${q}`, { body: cloudqJob })).toMatchObject(cloudqRefusal);
     expect(await cloudq('DELETE', `/${q}/${before['id'] as string}`)).toMatchObject(cloudqRefusal);
+    // A waiting reserve (waitMs) neither waits on nor makes a protected queue.
+    expect(await cloudq('GET', '/nsB.never')).toMatchObject(cloudqRefusal);
+    expect(fs.existsSync(t().queueDir('nsB.never'))).toBe(false);
 
     const c = await workq();
     const invalidName = clientError('Invalid Name');
