@@ -1,6 +1,6 @@
 /**
  * `bin/rq-install` (spec/rq.md §6.2): makes an install root ready to run. It owns the
- * first `config/config.json` (RQ's key order, one line), the `queues/` directory with its
+ * first `config/config.json` (RQ's key order, one line, owner-only: mode 0600), the `queues/` directory with its
  * `queue -> queues` symlink, `log/`, and the four built-in queues `relay`, `webhook`,
  * `cleaner` and `rq_router` (§4.6). It never removes anything: messages already in a queue
  * stay, and an existing queue `config.json` is only replaced with `--force`. Every input is
@@ -19,6 +19,7 @@ import { PACKAGE_ROOT, installRoot } from '../lib/install-root.js';
 import { writeFileDurably } from '../store/atomic.js';
 import { lstatOrUndefinedSync } from '../store/if-present.js';
 import { ensureQueueDirs, queueLayout, rootLayout } from '../store/layout.js';
+import { SECRET_FILE_MODE } from '../store/secret-files.js';
 import { checkTmpdir } from '../supervisor/settings.js';
 
 /** The options: `--force` and `config/config.json`'s keys. */
@@ -181,7 +182,8 @@ function install(root: string, o: InstallOptions, io: InstallIo): number {
 
   const rel = (p: string): string => path.relative(root, p);
   if (makeDir(layout.configDir)) io.out(`Created ${rel(layout.configDir)}/`);
-  writeFileDurably(layout.mainConfig, mainConfigText({ ...o, tmpdir: tmpdir.dir }));
+  // Owner-only: it will hold basic_auth users and the front doors' tokens and passwords.
+  writeFileDurably(layout.mainConfig, mainConfigText({ ...o, tmpdir: tmpdir.dir }), { mode: SECRET_FILE_MODE });
   io.out(`${hadConfig ? 'Replaced' : 'Created'} ${rel(layout.mainConfig)}`);
 
   if (makeDir(layout.queuesDir)) io.out(`Created ${rel(layout.queuesDir)}/`);

@@ -181,3 +181,18 @@ export function createRpcServer(handle: (command: string, argument: string, conn
     sock.on('error', () => sock.destroy());
   });
 }
+
+/**
+ * Listen on the Unix socket `socketPath` so that only this user may connect: the socket
+ * file is created with mode 0600 whatever the umask (connecting needs write permission
+ * on it; under a umask of 002 or 000 the group or everyone would have it). The umask is
+ * narrowed only while the socket is bound, which Node does before `listen` returns.
+ */
+export function listenOwnerOnly(server: net.Server, socketPath: string, onListening: () => void): void {
+  const umask = process.umask(0o177);
+  try {
+    server.listen(socketPath, onListening);
+  } finally {
+    process.umask(umask);
+  }
+}

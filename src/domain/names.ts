@@ -3,7 +3,10 @@
  *
  * Two rules. RQ's own forms (create a queue from the web, the CLI or rq-mgr's socket)
  * keep RQ's rule (spec/rq.md §10.1): RQ refuses space and `"#$%&'()*+,./:;<=>?@[]^`{|}~`,
- * and we also refuse control characters, backslash and names longer than 128.
+ * and we also refuse control characters, backslash and names longer than 128. A queue
+ * made now must also have an ASCII name, so no two names look alike (`ｓｅｃ` and `sec`,
+ * `sec` and `sec` + U+200B); a queue with a non-ASCII name made by an older version
+ * keeps working, since every lookup takes any name of either rule.
  * A queue may also have a name of the protocols' rule, shared by every pull front door
  * (spec/cloudq.md §1, workq.md §11): `[A-Za-z0-9_.-]{1,255}`, plus RQMS's `$()+`
  * (spec/rqms.md §1), so lmstfy's `<namespace>.<queue>` is a queue name. Such queues are
@@ -27,6 +30,11 @@ const DELETED_SUFFIX = /\.deleted\.\d+$/;
 /** A name RQ's own forms accept when creating a queue. */
 export function isRqQueueName(name: unknown): name is string {
   return typeof name === 'string' && name.length > 0 && name.length <= 128 && !RQ_FORBIDDEN.test(name);
+}
+
+/** A name RQ's own forms accept for a queue made now: RQ's rule, in ASCII only (`[A-Za-z0-9!_-]`). */
+export function isNewRqQueueName(name: unknown): name is string {
+  return isRqQueueName(name) && /^[\x21-\x7e]+$/.test(name);
 }
 
 /** A name of the protocols' rule (every pull front door checks this one). */

@@ -11,13 +11,14 @@
  * `revoked` keeps a config token deleted through `DELETE /token/...` deleted across
  * restarts (config.json is the operator's, so it is never rewritten); minting the same
  * token again lifts that. Only the pool `default` exists, so tokens are kept without
- * their `default:` prefix.
+ * their `default:` prefix. The file is owner-only (mode 0600), as the tokens are secrets.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { errnoCode, RqError } from '../domain/errors.js';
 import { isPlainObject } from '../domain/message.js';
 import { writeFileDurably } from '../store/atomic.js';
+import { SECRET_FILE_MODE } from '../store/secret-files.js';
 
 /** The one pool there is (§2 step 2). */
 export const DEFAULT_POOL = 'default';
@@ -127,7 +128,7 @@ export class TokenTable {
     for (const [ns, m] of this.minted) if (m.size > 0) tokens[ns] = Object.fromEntries(m);
     const revoked: Record<string, string[]> = {};
     for (const [ns, s] of this.revoked) if (s.size > 0) revoked[ns] = [...s];
-    writeFileDurably(this.file, `${JSON.stringify({ tokens, revoked }, null, 2)}\n`);
+    writeFileDurably(this.file, `${JSON.stringify({ tokens, revoked }, null, 2)}\n`, { mode: SECRET_FILE_MODE });
   }
 }
 

@@ -20,7 +20,7 @@ import { isValidQueueName } from '../domain/names.js';
 import { parseQueueConfig } from '../domain/queue-config.js';
 import { installRoot } from '../lib/install-root.js';
 import { createLogger } from '../lib/logger.js';
-import { createRpcServer, rpcCall } from '../client/rpc.js';
+import { createRpcServer, listenOwnerOnly, rpcCall } from '../client/rpc.js';
 import { readMainConfig } from '../store/config-files.js';
 import { createGroupCommitter } from '../store/group-commit.js';
 import { ensureQueueDirs, queueLayout, rootLayout } from '../store/layout.js';
@@ -138,7 +138,7 @@ const server = createRpcServer(async (command, argument, conn) => {
 fs.rmSync(layout.socket, { force: true });
 // A long queue name's socket lives in queues/.sockets/ (layout.ts).
 fs.mkdirSync(path.dirname(layout.socket), { recursive: true });
-server.listen(layout.socket, () => log.info({ socket: layout.socket }, 'queue started'));
+listenOwnerOnly(server, layout.socket, () => log.info({ socket: layout.socket }, 'queue started'));
 server.on('error', (e) => fatal(`cannot serve ${layout.socket}: ${e.message}`));
 
 process.on('SIGTERM', () => exit(0));

@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { isInsideDir } from '../domain/create-policy.js';
 import { RqError } from '../domain/errors.js';
 import { parseMainConfig, type MainConfig } from '../domain/main-config.js';
 import type { RootLayout } from './layout.js';
@@ -23,36 +24,27 @@ export function readMainConfig(root: RootLayout): MainConfig {
   return parseMainConfig(text);
 }
 
-/** Whether `file` (resolved, symlinks followed where they exist) is inside `root`. */
-function isInside(root: string, file: string): boolean {
-  const real = (p: string): string => {
-    try {
-      return fs.realpathSync(p);
-    } catch {
-      return p;
-    }
-  };
-  const rel = path.relative(real(root), real(file));
-  return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
-}
-
 /**
- * The text of a queue config file a client names, relative to the root: inside the root,
- * a regular file, at most 1 MiB. RQ_CONFIG says which rule it broke.
+ * A queue config file a client names, relative to the root: its real path (symlinks
+ * followed, once) and its text. The real path is inside the root and is a regular file of
+ * at most 1 MiB, and it is the file that was read, so a caller that links to it links
+ * what it read. RQ_CONFIG says which rule it broke.
  */
-export async function readLinkedConfig(root: string, relPath: string): Promise<string> {
-  const file = path.resolve(root, relPath);
-  if (!isInside(root, file)) throw new RqError('RQ_CONFIG', `${relPath} is not inside the install root`);
+export async function readLinkedConfig(root: string, relPath: string): Promise<{ file: string; text: string }> {
+  let file: string;
   let fh: fs.promises.FileHandle;
   try {
+    file = await fs.promises.realpath(path.resolve(root, relPath));
+    if (!isInsideDir(await fs.promises.realpath(root), file)) throw new RqError('RQ_CONFIG', `${relPath} is not inside the install root`);
     fh = await fs.promises.open(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   } catch (cause) {
+    if (cause instanceof RqError) throw cause;
     throw new RqError('RQ_CONFIG', `cannot open ${relPath}`, { cause });
   }
   try {
     const st = await fh.stat();
     if (!st.isFile() || st.size > MAX_LINKED_CONFIG) throw new RqError('RQ_CONFIG', `${relPath} is not a regular file of at most 1 MiB`);
-    return await fh.readFile('utf8');
+    return { file, text: await fh.readFile('utf8') };
   } finally {
     await fh.close();
   }

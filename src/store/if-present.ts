@@ -42,3 +42,6 @@ export const lstatOrUndefined = (p: string): Promise<fs.Stats | undefined> => or
 
 /** `lstatOrUndefined`, synchronous. */
 export const lstatOrUndefinedSync = (p: string): fs.Stats | undefined => orIfAbsent<fs.Stats | undefined>(() => fs.lstatSync(p), undefined);
+
+/** The stat of `p` (symlinks followed), or undefined when it is not there. */
+export const statOrUndefinedSync = (p: string): fs.Stats | undefined => orIfAbsent<fs.Stats | undefined>(() => fs.statSync(p), undefined);

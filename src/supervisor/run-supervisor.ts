@@ -3,13 +3,17 @@
  * `npm start`, the systemd unit), every log line on stdout; or as the daemon that
  * `bin/rq-mgr start` spawns (rq-mgr-main.ts), every log line in `log/rq.log`, reopened on
  * SIGUSR1 for logrotate. Either way TERM or INT stops everything cleanly and HUP reloads
- * (spec/rq.md §4.2).
+ * (spec/rq.md §4.2). At start it makes the files that hold secrets owner-only, saying so
+ * in the log (secret-files.ts).
  */
 import { once } from 'node:events';
+import path from 'node:path';
 import { pino } from 'pino';
 import { coerceError, explain } from '../domain/errors.js';
 import { createLogger } from '../lib/logger.js';
+import { TOKENS_FILE } from '../protocols/lmstfy-tokens.js';
 import type { RootLayout } from '../store/layout.js';
+import { tightenSecretFiles } from '../store/secret-files.js';
 import { loadSupervisorSettings, type SupervisorSettings } from './settings.js';
 import { Supervisor } from './supervisor.js';
 
@@ -40,6 +44,12 @@ export async function runSupervisor(root: RootLayout, o: { foreground: boolean }
     log.fatal(explain(e));
     exit(1);
   }
+  // An install made by an older version left its secrets readable by every local user.
+  for (const t of tightenSecretFiles([root.mainConfig, path.join(root.configDir, TOKENS_FILE)])) {
+    const file = path.relative(root.root, t.file);
+    if ('error' in t) log.error({ file }, `cannot make ${file} readable by its owner only: ${t.error}`);
+    else log.warn({ file, from: octal(t.from), to: octal(t.to) }, `${file} was readable by other users (mode ${octal(t.from)}); its mode is now ${octal(t.to)}`);
+  }
 
   const supervisor = new Supervisor({ root, log, writeLine: (line) => dest.write(`${line}\n`), env: settings.env });
   const stop = (): void => {
@@ -63,4 +73,9 @@ export async function runSupervisor(root: RootLayout, o: { foreground: boolean }
     const { host, port, relativeRoot } = settings.config;
     process.stderr.write(`rq is running: open http://${host || '127.0.0.1'}:${port}${relativeRoot} (Ctrl-C stops it)\n`);
   }
+}
+
+/** A mode as `ls` users read it: `0644`. */
+function octal(mode: number): string {
+  return mode.toString(8).padStart(4, '0');
 }

@@ -19,10 +19,10 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { coerceError } from '../domain/errors.js';
 import { isPlainObject } from '../domain/message.js';
-import { isProtocolQueueName, isRqQueueName, isValidQueueName } from '../domain/names.js';
+import { isNewRqQueueName, isProtocolQueueName, isValidQueueName } from '../domain/names.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../domain/queue-config.js';
 import { rubyToI } from '../domain/ruby.js';
-import { createRpcServer, rpcCall } from '../client/rpc.js';
+import { createRpcServer, listenOwnerOnly, rpcCall } from '../client/rpc.js';
 import type { Logger } from '../lib/logger.js';
 import { QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../lib/install-root.js';
 import { writeFileDurably } from '../store/atomic.js';
@@ -93,7 +93,7 @@ export class Supervisor {
     fs.rmSync(mgrSocket, { force: true });
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(mgrSocket, resolve);
+      listenOwnerOnly(this.server, mgrSocket, resolve);
     });
     this.o.log.info({ queues: [...this.queues.keys()] }, 'rq-mgr started');
   }
@@ -347,20 +347,24 @@ export class Supervisor {
     if (!isPlainObject(raw)) return ['fail', 'queue not created'];
     const name = raw['name'];
     if (typeof name === 'string' && this.isTaken(name)) return ['fail', 'already created'];
-    if (!isRqQueueName(name)) return ['fail', 'queue name has invalid characters'];
+    if (!isNewRqQueueName(name)) return ['fail', 'queue name has invalid characters'];
     const config = normaliseQueueConfig(raw);
     return this.provision(name, config.script, (configFile) => writeFileDurably(configFile, serialiseQueueConfig(config)));
   }
 
   /**
    * create_queue_link: read the file (inside the root, a regular file of at most 1 MiB,
-   * without blocking), validate it in RQ's order (§1.5), then link config.json to it.
+   * without blocking), validate it in RQ's order (§1.5), then link config.json to the
+   * real path of the file it read.
    */
   private async createQueueLink(argument: string): Promise<unknown> {
     const unreadable = (why: string): unknown => ['fail', `could not read queue config [ ${argument} ]: ${why}`];
     let raw: unknown;
+    let file: string;
     try {
-      raw = JSON.parse(await readLinkedConfig(this.o.root.root, argument));
+      const linked = await readLinkedConfig(this.o.root.root, argument);
+      file = linked.file;
+      raw = JSON.parse(linked.text);
     } catch (e) {
       return unreadable(coerceError(e).message);
     }
@@ -369,9 +373,8 @@ export class Supervisor {
     if (fail) return ['fail', fail];
     const name = raw['name'] as string;
     if (this.isTaken(name)) return ['fail', 'queue is already running'];
-    if (!isRqQueueName(name)) return ['fail', 'queue name has invalid characters'];
-    const file = path.resolve(this.o.root.root, argument);
-    return this.provision(name, raw['script'] as string, (configFile) => fs.symlinkSync(fs.realpathSync(file), configFile), { config: file });
+    if (!isNewRqQueueName(name)) return ['fail', 'queue name has invalid characters'];
+    return this.provision(name, raw['script'] as string, (configFile) => fs.symlinkSync(file, configFile), { config: file });
   }
 
   /**

@@ -39,9 +39,10 @@ export class TestRoot {
     // Each root has its own upload temp dir, so a test can see exactly what was left in it.
     fs.mkdirSync(path.join(this.root, 'tmp'));
     fs.symlinkSync('queues', path.join(this.root, 'queue'));
+    // `scripts` links to the fixtures outside the root, so queues created over HTTP may run them only by `script_dirs`.
     fs.writeFileSync(
       path.join(this.root, 'config/config.json'),
-      JSON.stringify({ env: 'test', host: '127.0.0.1', port: '3333', addr: '127.0.0.1', tmpdir: path.join(this.root, 'tmp'), allow_new_queue: true }),
+      JSON.stringify({ env: 'test', host: '127.0.0.1', port: '3333', addr: '127.0.0.1', tmpdir: path.join(this.root, 'tmp'), allow_new_queue: true, script_dirs: [FIXTURES] }),
     );
     fs.symlinkSync(FIXTURES, path.join(this.root, 'scripts'));
   }

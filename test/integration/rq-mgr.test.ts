@@ -192,7 +192,8 @@ describe('rq-mgr commands', () => {
     );
     expect(await t.rpc('fresh', 'ping', '')).toEqual(['pong']);
     expect(await t.mgr('create_queue', spec('fresh'))).toEqual(['fail', 'already created']);
-    for (const bad of ['bad que test', 'bad.que.test', 'bad/que/test', '../escape', '']) {
+    // Names RQ's rule allows but that are not ASCII: new queues may not look like another (ｓｅｃ, sec + U+200B).
+    for (const bad of ['bad que test', 'bad.que.test', 'bad/que/test', '../escape', '', '\uff53\uff45\uff43', 'sec\u200b', 'a\u202eb', 'sec\u00ad', 'café']) {
       expect(await t.mgr('create_queue', spec(bad))).toEqual(['fail', 'queue name has invalid characters']);
     }
     expect(fs.readdirSync(path.join(t.root, 'queues'))).toEqual(['fresh']);
@@ -216,6 +217,7 @@ describe('rq-mgr commands', () => {
     expect(await t.mgr('create_queue_link', write('x.json', { name: 'l', num_workers: '0' }))).toEqual(['fail', 'json config has invalid num_workers field (out of range 1..128)']);
     expect(await t.mgr('create_queue_link', write('x.json', { name: 'l', num_workers: 1 }))).toEqual(['fail', 'json config is missing script field']);
     expect(await t.mgr('create_queue_link', write('x.json', { name: 'l.x', num_workers: 1, script: 's' }))).toEqual(['fail', 'queue name has invalid characters']);
+    expect(await t.mgr('create_queue_link', write('x.json', { name: 'relay\u200b', num_workers: 1, script: './scripts/done.sh' }))).toEqual(['fail', 'queue name has invalid characters']);
     expect(await t.mgr('create_queue_link', write('x.json', { name: 'l', num_workers: 1, script: './nope.sh' }))).toEqual([
       'fail',
       'queue not created: script ./nope.sh does not exist or is not executable',

@@ -1,7 +1,7 @@
 // Queue names (spec/rq.md §10.1): the one check every front door makes before a name
 // becomes a path.
 import { describe, expect, it } from 'vitest';
-import { isProtocolQueueName, isRqQueueName, isValidQueueName } from '../../src/domain/names.js';
+import { isNewRqQueueName, isProtocolQueueName, isRqQueueName, isValidQueueName } from '../../src/domain/names.js';
 
 describe('isRqQueueName (RQ’s own forms)', () => {
   it.each([['bad que test'], ['bad.que.test'], ['bad/que/test']])('refuses %j, as test_que_create_naming.sh expects', (name) => {
@@ -47,6 +47,23 @@ describe('isRqQueueName (RQ’s own forms)', () => {
   it('allows up to 128 characters', () => {
     expect(isRqQueueName('q'.repeat(128))).toBe(true);
     expect(isRqQueueName('q'.repeat(129))).toBe(false);
+  });
+});
+
+describe('isNewRqQueueName (RQ’s forms, for a queue made now)', () => {
+  it.each([['test'], ['test_run'], ['test-nop'], ['wow!'], ['Q1'], ['q'.repeat(128)]])('allows %j', (name) => {
+    expect(isNewRqQueueName(name)).toBe(true);
+  });
+
+  it.each([['\uff53\uff45\uff43'], ['sec\u200b'], ['relay\u200b'], ['a\u202eb'], ['sec\u00ad'], ['café'], ['队列'], ['bad que test'], [''], ['q'.repeat(129)]])(
+    'refuses %j, which is not ASCII or not of RQ’s rule',
+    (name) => {
+      expect(isNewRqQueueName(name)).toBe(false);
+    },
+  );
+
+  it('leaves lookups alone: an older queue named café is still a valid name', () => {
+    expect(isValidQueueName('café')).toBe(true);
   });
 });
 

@@ -5,22 +5,29 @@
  * search (RQ's JSON route and the dashboard's free-text form).
  *
  * Every change is an rq-mgr RPC; the web reads only `config.json` (to show it) and, for
- * `new_queue_link`, the config file named (to know where to land). What a queue runs and
- * its state come from its one `stats` reply (queue-info.ts). The queue page lists one
- * page of one state with the `messages` command's offset and limit (each row with its
- * status text), so it costs the same on page 1 and page 2,000 of a 100,000-message `que`.
+ * `new_queue_link`, the config file named (to know where to land). Before it asks rq-mgr
+ * for a queue, it checks what the queue would run (create-policy.ts) and answers a
+ * refusal with `403` and the reason; rq-mgr then links the very file the web checked
+ * (its real path). What a queue runs and its state come from its one `stats` reply
+ * (queue-info.ts). The queue page lists one page of one state with the `messages`
+ * command's offset and limit (each row with its status text), so it costs the same on
+ * page 1 and page 2,000 of a 100,000-message `que`.
  * Literal `/q/:name/...` routes are declared before `/q/:name`, and the message routes
  * (`/q/:name/:msg_id`, mounted after this router) are never shadowed.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { Router, type Request, type Response } from 'express';
 import { isOk } from '../../client/rpc.js';
 import { localTimestamp } from '../../lib/local-time.js';
+import { createRefusal, linkRefusal, type CreatePolicy } from '../../domain/create-policy.js';
 import { RqError } from '../../domain/errors.js';
 import { isPlainObject } from '../../domain/message.js';
+import { normaliseQueueConfig } from '../../domain/queue-config.js';
 import { STATES, isState, type State } from '../../domain/states.js';
 import type { QueueLayout } from '../../store/layout.js';
 import { readLinkedConfig } from '../../store/config-files.js';
+import { isRunnable, resolveScript } from '../../worker/runner.js';
 import type { WebContext } from '../context.js';
 import { formatBytes } from '../../lib/bytes.js';
 import { retentionText, shown, utcTime } from '../format.js';
@@ -128,6 +135,26 @@ export function queueRoutes(ctx: WebContext): Router {
   const requireNewQueue = (): void => {
     if (!config.allowNewQueue) throw webError('RQ_FORBIDDEN', 'Queue creation not allowed at this time.', { bare: true });
   };
+  /**
+   * create-policy.ts's limits as they are now: config.json's lists, with the install
+   * root, `script_dirs` and `queues/` as real paths.
+   */
+  const createPolicy = (): CreatePolicy => {
+    // resolveScript: the real path, or the (absolute) path as given when it is not there.
+    const real = (dir: string): string => resolveScript(gw.root.root, path.resolve(gw.root.root, dir));
+    return { root: real('.'), scriptDirs: config.scriptDirs.map(real), queuesDir: real(gw.root.queuesDir), execPrefixes: config.execPrefixes };
+  };
+  /** Why the web may not create a queue from this config object, with its script resolved as the queue process resolves it. */
+  const createRefusalOf = (raw: Record<string, unknown>): string | undefined => {
+    const queueConfig = normaliseQueueConfig(raw);
+    const real = resolveScript(gw.root.root, queueConfig.script);
+    return createRefusal(queueConfig, isRunnable(real) ? real : undefined, createPolicy());
+  };
+  /** A refusal of create-policy.ts: 403 with its reason; `["fail", reason]` for x_format=json. */
+  const refuse = (req: Request, res: Response, reason: string): void => {
+    if (param(req, 'x_format') !== 'json') throw webError('RQ_FORBIDDEN', reason);
+    res.status(403).json(['fail', reason]);
+  };
   /** The flash of the create/delete forms (RQ's `<code>` tags dropped: the layout escapes). */
   const formFlash = (form: unknown, reply: unknown): string => `We got ${JSON.stringify(form)} from form, and ${dump(reply)} from QueueMgr`;
 
@@ -182,6 +209,11 @@ export function queueRoutes(ctx: WebContext): Router {
     requireNewQueue();
     const queue = params(req)['queue'];
     if (!isPlainObject(queue)) throw webError('RQ_BAD_REQUEST', 'The form must send queue[name], queue[script] and queue[num_workers]');
+    const refusal = createRefusalOf(queue);
+    if (refusal !== undefined) {
+      refuse(req, res, refusal);
+      return;
+    }
     const reply = await gw.mgr('create_queue', queue);
     const text = formFlash(queue, reply);
     const name = typeof queue['name'] === 'string' ? queue['name'] : '';
@@ -193,16 +225,24 @@ export function queueRoutes(ctx: WebContext): Router {
     const queue = params(req)['queue'];
     const jsonPath = isPlainObject(queue) ? queue['json_path'] : undefined;
     if (typeof jsonPath !== 'string' || jsonPath === '') throw webError('RQ_BAD_REQUEST', 'The form must send queue[json_path], a path relative to the install root');
-    let name: unknown;
+    let linked: { file: string; raw: unknown };
     try {
       // Beyond RQ: only a regular file inside the install root, of at most 1 MiB, is read.
-      name = (JSON.parse(await readLinkedConfig(gw.root.root, jsonPath)) as Record<string, unknown> | null)?.['name'];
+      const { file, text } = await readLinkedConfig(gw.root.root, jsonPath);
+      linked = { file, raw: JSON.parse(text) };
     } catch (e) {
       if (e instanceof RqError || e instanceof SyntaxError) throw webError('RQ_NOT_FOUND', `Couldn't parse json file (${jsonPath}).`);
       throw e;
     }
-    const reply = await gw.mgr('create_queue_link', jsonPath);
+    const refusal = linkRefusal(jsonPath, linked.file, createPolicy()) ?? (isPlainObject(linked.raw) ? createRefusalOf(linked.raw) : undefined);
+    if (refusal !== undefined) {
+      refuse(req, res, refusal);
+      return;
+    }
+    // rq-mgr links the file read here (its real path), not what the path names by then.
+    const reply = await gw.mgr('create_queue_link', linked.file);
     const text = formFlash(queue, reply);
+    const name = isPlainObject(linked.raw) ? linked.raw['name'] : undefined;
     respond.redirect(req, res, rawQueuePath(root, typeof name === 'string' ? name : String(name ?? '')), isSuccess(reply) ? { notice: text } : { error: text });
   });
 
