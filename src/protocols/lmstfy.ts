@@ -18,6 +18,10 @@
  * - `accounts`: `{"<user>": "<password>"}`, HTTP Basic auth on the admin routes marked †
  *   in §6 (the reference's `Accounts`). @default none: the admin routes are open.
  *
+ * Before §2, the browser rules of lib/http-listener.ts: a browser's request that does not
+ * call this door by one of the install's host names is a 421, and one from another site's
+ * page a 403, whatever its method.
+ *
  * Not served: the rate limits (`/token/:ns/:token/limit`, `/limits`, so no `429`),
  * `/metrics` and `/accesslog`; they answer `404 {"error":"api not found"}`.
  */
@@ -27,9 +31,11 @@ import http from 'node:http';
 import path from 'node:path';
 import { ulid } from 'ulid';
 import { explain, RqError } from '../domain/errors.js';
+import { browserHostNames } from '../domain/main-config.js';
 import { isPlainObject } from '../domain/message.js';
 import { isProtocolQueueName, MAX_QUEUE_NAME } from '../domain/names.js';
 import { abortableSleep } from '../lib/abortable-sleep.js';
+import { browserRefusal, createHttpServer } from '../lib/http-listener.js';
 import { PACKAGE_ROOT } from '../lib/install-root.js';
 import type { Logger } from '../lib/logger.js';
 import {
@@ -121,7 +127,18 @@ export function parseLmstfySection(raw: Record<string, unknown>): LmstfyConfig {
 export function lmstfyServer(ctx: ProtocolContext): http.Server {
   const config = parseLmstfySection(ctx.section.raw);
   const door = new LmstfyDoor(ctx.client, ctx.log, config, new TokenTable(ctx.root.configDir, config.preset));
-  return http.createServer((req, res) => void door.serve(req, res));
+  const hosts = browserHostNames(ctx.main, ctx.section.addr);
+  // The head within 10 s and the whole request within 2 min; a blocking consume is past both.
+  const timeouts = { headersTimeoutMs: 10_000, requestTimeoutMs: 120_000 };
+  return createHttpServer((req, res) => {
+    const refused = browserRefusal(req, hosts);
+    if (refused === undefined) {
+      void door.serve(req, res);
+      return;
+    }
+    res.setHeader('X-Request-ID', ulid());
+    send(res, fail(refused.status, refused.reason));
+  }, timeouts);
 }
 
 /** A route: its handler, and whether it skips the token check (§2 "public routes"). */
