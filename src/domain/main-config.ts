@@ -88,6 +88,16 @@ function parseProtocols(v: unknown): Partial<Record<ProtocolName, ProtocolSectio
   return out;
 }
 
+/**
+ * The host names a browser may call this install's listeners by: `localhost`,
+ * `127.0.0.1`, `[::1]`, `host`, `addr` and `allowed_hosts`, plus `addrs` (a front door's
+ * own address). Lower case, without port, an IPv6 address in brackets, as in a Host header.
+ */
+export function browserHostNames(config: MainConfig, ...addrs: string[]): ReadonlySet<string> {
+  const names = ['localhost', '127.0.0.1', '[::1]', config.host, config.addr, ...config.allowedHosts, ...addrs];
+  return new Set(names.filter((n) => n !== '').map((n) => (n.includes(':') && !n.startsWith('[') ? `[${n}]` : n).toLowerCase()));
+}
+
 export function parseMainConfig(text: string): MainConfig {
   let raw: unknown;
   try {

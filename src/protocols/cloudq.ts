@@ -5,6 +5,10 @@
  * only through the PullClient: this module parses, calls one command and renders; it
  * keeps no queue state, so a restart of the web process loses no job and no reservation.
  *
+ * Before the pipeline, the browser rules of lib/http-listener.ts: a browser's request that
+ * does not call this door by one of the install's host names is a 421, and one from
+ * another site's page a 403, whatever its method (a GET reserves a job).
+ *
  * The request pipeline, in this order (every step may end the request):
  * 1. HTTP Basic auth, when `basicAuth` is configured: a missing or wrong credential is a
  *    401 with `WWW-Authenticate: Basic` before anything else, the body unread (§1).
@@ -44,8 +48,10 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import qs from 'qs';
 import { RqError, explain, type ErrorCode } from '../domain/errors.js';
+import { browserHostNames } from '../domain/main-config.js';
 import { isPlainObject } from '../domain/message.js';
 import { isProtocolQueueName } from '../domain/names.js';
+import { browserRefusal, createHttpServer } from '../lib/http-listener.js';
 import type { Logger } from '../lib/logger.js';
 import { doorAccess, parseQueuePatterns, type QueueAccess } from './door-access.js';
 import { readBody, type BodyLimit } from './http-body.js';
@@ -390,8 +396,16 @@ function logFailure(log: Logger, req: http.IncomingMessage, e: unknown, reply: R
 export function cloudqServer(ctx: ProtocolContext): http.Server {
   const config = parseCloudqConfig(ctx.section.raw);
   const cloudq = new Cloudq(ctx.client, config, doorAccess(ctx.namespaces, config.queues));
-  const server = http.createServer((req, res) => {
+  const hosts = browserHostNames(ctx.main, ctx.section.addr);
+  // The head within 10 s and the whole request within 2 min; a waiting GET is past both.
+  const timeouts = { headersTimeoutMs: 10_000, requestTimeoutMs: 120_000 };
+  return createHttpServer((req, res) => {
     req.on('error', () => undefined);
+    const refused = browserRefusal(req, hosts);
+    if (refused) {
+      send(res, refuse(refused.status, refused.reason));
+      return;
+    }
     handle(cloudq, config, req, res).then(
       (reply) => {
         if (reply) send(res, reply);
@@ -402,9 +416,5 @@ export function cloudqServer(ctx: ProtocolContext): http.Server {
         send(res, reply);
       },
     );
-  });
-  // The head within 10 s and the whole request within 2 min; a waiting GET is past both.
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 120_000;
-  return server;
+  }, timeouts);
 }

@@ -21,6 +21,10 @@
  *   unless `auth` is false, when they are open. `/version`, `/info` and `/pools` are
  *   always open: they show no token and nothing of any namespace.
  *
+ * Before §2, the browser rules of lib/http-listener.ts: a browser's request that does not
+ * call this door by one of the install's host names is a 421, and one from another site's
+ * page a 403, whatever its method.
+ *
  * Not served: the rate limits (`/token/:ns/:token/limit`, `/limits`, so no `429`),
  * `/metrics` and `/accesslog`; they answer `404 {"error":"api not found"}`.
  */
@@ -30,9 +34,11 @@ import http from 'node:http';
 import path from 'node:path';
 import { ulid } from 'ulid';
 import { explain, RqError } from '../domain/errors.js';
+import { browserHostNames } from '../domain/main-config.js';
 import { isPlainObject } from '../domain/message.js';
 import { isProtocolQueueName, MAX_QUEUE_NAME } from '../domain/names.js';
 import { abortableSleep } from '../lib/abortable-sleep.js';
+import { browserRefusal, createHttpServer } from '../lib/http-listener.js';
 import { PACKAGE_ROOT } from '../lib/install-root.js';
 import type { Logger } from '../lib/logger.js';
 import {
@@ -125,7 +131,18 @@ export function parseLmstfySection(raw: Record<string, unknown>): LmstfyConfig {
 export function lmstfyServer(ctx: ProtocolContext): http.Server {
   const { config, tokens } = ctx.namespaces.lmstfy();
   const door = new LmstfyDoor(ctx.client, ctx.log, config, tokens);
-  return http.createServer((req, res) => void door.serve(req, res));
+  const hosts = browserHostNames(ctx.main, ctx.section.addr);
+  // The head within 10 s and the whole request within 2 min; a blocking consume is past both.
+  const timeouts = { headersTimeoutMs: 10_000, requestTimeoutMs: 120_000 };
+  return createHttpServer((req, res) => {
+    const refused = browserRefusal(req, hosts);
+    if (refused === undefined) {
+      void door.serve(req, res);
+      return;
+    }
+    res.setHeader('X-Request-ID', ulid());
+    send(res, fail(refused.status, refused.reason));
+  }, timeouts);
 }
 
 /** A route: its handler, and whether it skips the token check (§2 "public routes"). */

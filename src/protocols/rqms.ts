@@ -25,13 +25,18 @@
  * WATCHDOG_MS gets the reference's 500 JSON; a fetch answered by the watchdog (or for a
  * client that has gone) hands its leases back. Bodies over MAX_BODY_BYTES are a 413.
  *
- * A queue in a token-protected lmstfy namespace is closed to this door (a 403, before
- * anything else is read) unless the section's `queues` patterns name it (door-access.ts).
+ * Before any of it, the browser rules of lib/http-listener.ts: a browser's request that
+ * does not call this door by one of the install's host names is a 421, and one from
+ * another site's page a 403, whatever its method (a GET locks items). Then a queue in a
+ * token-protected lmstfy namespace is closed to this door (a 403, before anything else is
+ * read) unless the section's `queues` patterns name it (door-access.ts).
  */
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { RqError, explain, type ErrorCode } from '../domain/errors.js';
+import { browserHostNames } from '../domain/main-config.js';
 import { isProtocolQueueName } from '../domain/names.js';
+import { browserRefusal, createHttpServer } from '../lib/http-listener.js';
 import { doorAccess, parseQueuePatterns, type QueueAccess } from './door-access.js';
 import { readBody } from './http-body.js';
 import type { PublishInput, PulledJob } from './pull-client.js';
@@ -403,8 +408,13 @@ export function parseRqmsSection(raw: Record<string, unknown>): RegExp[] {
 
 export function rqmsServer(base: ProtocolContext): http.Server {
   const ctx: RqmsDoor = { ...base, mayTouch: doorAccess(base.namespaces, parseRqmsSection(base.section.raw)) };
-  const server = http.createServer((req, res) => void serve(ctx, req, res));
-  // The head of a request within the watchdog's time too.
-  server.headersTimeout = WATCHDOG_MS;
-  return server;
+  const hosts = browserHostNames(ctx.main, ctx.section.addr);
+  // The head of a request within the watchdog's time too, the whole request (a body dropped after a 413 too) within 2 min.
+  const timeouts = { headersTimeoutMs: WATCHDOG_MS, requestTimeoutMs: 120_000 };
+  return createHttpServer((req, res) => {
+    const refused = browserRefusal(req, hosts);
+    if (refused === undefined) void serve(ctx, req, res);
+    else if (req.method === 'GET') new Exchange(res, 'GET', ctx.log).send(json(refused.status, JSON.stringify({ error: true, message: refused.reason })));
+    else new Exchange(res, req.method ?? '', ctx.log).send(html(refused.status, refused.reason));
+  }, timeouts);
 }

@@ -30,6 +30,10 @@
  * - Names: `[A-Za-z0-9_.-]{1,255}`, and also names.ts's rule that an rq queue name does not
  *   start with `.` nor end in `.deleted.<digits>` (rq cannot hold such a queue): `Invalid Name`.
  * - "In the future" checks use Date.now() when the command is decoded.
+ * - A command line that is an HTTP request line (`POST / HTTP/1.1`) or a `Host:` header
+ *   closes the connection, as Redis does: a browser that a page of another site sends to
+ *   this port (a form POST, or DNS rebinding) can carry Workq commands in its body, and no
+ *   Workq command line looks like either. Data blocks are not command lines.
  */
 import { isProtocolQueueName } from '../domain/names.js';
 
@@ -62,8 +66,11 @@ export type Decoded =
   | { request: WorkqRequest }
   /** An error reply to write as it is (e.g. `-CLIENT-ERROR Invalid ID\r\n`): the command failed a check. */
   | { reply: Buffer }
-  /** A framing violation (§1: bare LF, over-size command): close the connection without replying. Nothing is decoded after it. */
-  | { close: true };
+  /**
+   * A framing violation (§1: bare LF, over-size command), or a command line that is HTTP
+   * (`http`): close the connection without replying. Nothing is decoded after it.
+   */
+  | { close: true; http?: true };
 
 const CR = 0x0d;
 const LF = 0x0a;
@@ -257,6 +264,8 @@ const INSPECT_ARGS: ReadonlyMap<string, number> = new Map([
 type Checked = WorkqRequest | string;
 
 const CLOSE: Decoded = { close: true };
+/** An HTTP request line (`<method> <target> HTTP/<d>.<d>`) or a Host header: never a Workq command. */
+const HTTP_LINE = /^(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+ \S+ HTTP\/\d+\.\d+|host:.*)$/is;
 const fail = (text: string): Decoded => ({ reply: clientError(text) });
 const outcome = (checked: Checked): Decoded => (typeof checked === 'string' ? fail(checked) : { request: checked });
 
@@ -372,7 +381,9 @@ export class WorkqDecoder {
       if (lf + 1 > MAX_COMMAND) return CLOSE;
       const raw = this.input.take(lf + 1);
       if (raw[lf - 1] !== CR) return CLOSE; // a bare LF, also a line that is only `\n`
-      const decoded = this.decodeLine(raw.toString('latin1', 0, lf - 1), lf + 1);
+      const text = raw.toString('latin1', 0, lf - 1);
+      if (HTTP_LINE.test(text)) return { close: true, http: true };
+      const decoded = this.decodeLine(text, lf + 1);
       if (decoded !== undefined) return decoded;
     }
   }

@@ -397,6 +397,10 @@ export function workqServer(ctx: ProtocolContext): net.Server {
         const item = waiting.shift()!;
         if (socket.isPaused() && waiting.length < MAX_QUEUED / 2) socket.resume();
         if ('close' in item) {
+          if (item.http) {
+            const peer = `${socket.remoteAddress}:${socket.remotePort}`;
+            log.warn({ peer }, 'workq client sent HTTP (a request line or Host header), possibly a web page attacking this port; connection closed');
+          }
           // §1: a framing violation closes the connection; the replies already written go first.
           waiting.length = 0;
           ended = true;

@@ -15,7 +15,7 @@ import type { RootLayout } from '../store/layout.js';
 import type { WebContext } from './context.js';
 import { createGateway } from './gateway.js';
 import { multipart, parseQuery } from './params.js';
-import { allowedIps, basicAuth, baseHeaders, methodsAndHeaders, pageSetup, relativeRoot, requireMgr, sameOrigin } from './pipeline.js';
+import { allowedHost, allowedIps, basicAuth, baseHeaders, methodsAndHeaders, pageSetup, relativeRoot, requireMgr, sameOrigin } from './pipeline.js';
 import { PUBLIC_DIR, sendPage } from './render.js';
 import { createResponder } from './respond.js';
 import { fileRoutes } from './routes/files.js';
@@ -51,7 +51,7 @@ export function createApp(deps: AppDeps): Express {
   app.disable('etag');
   app.set('query parser', parseQuery);
 
-  app.use(baseHeaders(), allowedIps(config), methodsAndHeaders(), sameOrigin(), relativeRoot(config), basicAuth(config), pageSetup(config));
+  app.use(baseHeaders(), allowedIps(config), allowedHost(config), methodsAndHeaders(), sameOrigin(), relativeRoot(config), basicAuth(config), pageSetup(config));
   app.use(express.static(PUBLIC_DIR, { index: false, redirect: false, etag: false }));
   // Nested form keys go as deep as in query strings and multipart fields (params.ts).
   const urlencoded = { extended: true, limit: BODY_LIMIT, parameterLimit: 10_000, depth: 8 };

@@ -1,12 +1,14 @@
 /**
  * The request pipeline of spec/rq.md §7.1 and the HTTP-layer rules of §4.4, as express
- * middleware, in order: request id and security headers, allowed_ips, methods and POST
- * headers, cross-site POSTs, the relative root, Basic auth, path clean-up, the flash,
- * and (after static files) the rq-mgr liveness check. Each step answers on its own or passes on.
+ * middleware, in order: request id and security headers, allowed_ips, a browser's Host,
+ * methods and POST headers, cross-site POSTs, the relative root, Basic auth, path
+ * clean-up, the flash, and (after static files) the rq-mgr liveness check. Each step
+ * answers on its own or passes on.
  */
 import crypto from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { MainConfig } from '../domain/main-config.js';
+import { browserHostNames, type MainConfig } from '../domain/main-config.js';
+import { isCrossSite, misdirectedReason } from '../lib/http-listener.js';
 import { takeFlash } from './flash.js';
 import type { Gateway } from './gateway.js';
 import type { PageContext } from './render.js';
@@ -66,6 +68,22 @@ export function methodsAndHeaders(): RequestHandler {
 }
 
 /**
+ * Beyond RQ: a request from a browser must call this server by one of its names
+ * (browserHostNames: localhost, the configured `host` and `addr`, `allowed_hosts`), else
+ * `421` and the reason as text. So a page of another site that points its own name at this
+ * server (DNS rebinding) cannot drive it; curl, scripts and RQ's own clients send no
+ * browser headers and may use any Host.
+ */
+export function allowedHost(config: MainConfig): RequestHandler {
+  const names = browserHostNames(config);
+  return (req, res, next) => {
+    const reason = misdirectedReason(req, names);
+    if (reason === undefined) next();
+    else res.status(421).type('text/plain').send(`421 - ${reason}\n`);
+  };
+}
+
+/**
  * Beyond RQ: a POST from another site's page is refused (403), so a link or form
  * elsewhere cannot make a logged-in browser create queues or delete messages. Browsers
  * say where a request comes from (`Sec-Fetch-Site`, `Origin`); curl, scripts and RQ's
@@ -73,17 +91,7 @@ export function methodsAndHeaders(): RequestHandler {
  */
 export function sameOrigin(): RequestHandler {
   return (req, res, next) => {
-    const site = req.headers['sec-fetch-site'];
-    const origin = req.headers.origin;
-    let foreign = req.method === 'POST' && site === 'cross-site';
-    if (req.method === 'POST' && origin !== undefined) {
-      try {
-        foreign ||= new URL(origin).host !== req.headers.host;
-      } catch {
-        foreign = true;
-      }
-    }
-    if (foreign) sendHttpError(res, 403, 'Forbidden', 'A POST from another site is refused.');
+    if (req.method === 'POST' && isCrossSite(req)) sendHttpError(res, 403, 'Forbidden', 'A POST from another site is refused.');
     else next();
   };
 }

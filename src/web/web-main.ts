@@ -7,6 +7,7 @@
  * one that cannot listen is fatal, as the web's own port is.
  */
 import { explain } from '../domain/errors.js';
+import { createHttpServer } from '../lib/http-listener.js';
 import { installRoot } from '../lib/install-root.js';
 import { createLogger } from '../lib/logger.js';
 import { rubyRulesWarning } from '../router/rules.js';
@@ -39,13 +40,12 @@ const protocols = startProtocolServers(root, config, log).catch((e: unknown) => 
   log.fatal({ err: explain(e) }, 'a protocol front door cannot start. Exiting');
   exit(1);
 });
-const server = createApp({ root, config, log }).listen(port, config.addr, () => {
+// One request per connection (spec/rq.md §4.4): the head within 5 s, the whole request within 120 s.
+const server = createHttpServer(createApp({ root, config, log }), { headersTimeoutMs: 5_000, requestTimeoutMs: 120_000 });
+server.listen(port, config.addr, () => {
   log.info({ addr: config.addr, port }, `web listening on http://${config.addr}:${port}${config.relativeRoot}`);
   void protocols.then(() => process.send?.({ type: 'listening' }));
 });
-// One request per connection (spec/rq.md §4.4): the head within 5 s, the whole request within 120 s.
-server.headersTimeout = 5_000;
-server.requestTimeout = 120_000;
 server.on('error', (e) => {
   log.fatal({ err: e.message }, 'web cannot listen');
   exit(1);

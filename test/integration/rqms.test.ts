@@ -11,6 +11,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
+import { parseMainConfig } from '../../src/domain/main-config.js';
 import { parseRqmsSection, rqmsServer } from '../../src/protocols/rqms.js';
 import type { ProtocolContext } from '../../src/protocols/servers.js';
 import { waitFor, type TestRoot } from '../helpers/install.js';
@@ -427,7 +428,7 @@ describe('rqms across failures', () => {
 
 describe('rqms config', () => {
   it('refuses a key of its section it does not know', () => {
-    const ctx = { section: { port: 7085, addr: '127.0.0.1', raw: { port: 7085, addr: '127.0.0.1', tokn: 'x' } } } as unknown as ProtocolContext;
+    const ctx = { main: parseMainConfig('{}'), section: { port: 7085, addr: '127.0.0.1', raw: { port: 7085, addr: '127.0.0.1', tokn: 'x' } } } as unknown as ProtocolContext;
     expect(() => rqmsServer(ctx)).toThrow(RqError);
     expect(() => rqmsServer(ctx)).toThrow(/protocols\.rqms\.tokn/);
     const ok = rqmsServer({ ...ctx, section: { port: 7085, addr: '127.0.0.1', raw: { port: 7085 } } });

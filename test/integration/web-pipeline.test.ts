@@ -114,7 +114,8 @@ describe('HTTP layer', () => {
     const form = { mesg: JSON.stringify({ dest: 'test' }) };
     const post = (headers: Record<string, string>): Promise<Response> =>
       web().request('/q/test/new_message', { method: 'POST', headers, body: new URLSearchParams(form) });
-    for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { origin: 'http://evil.example' }, { origin: 'null' }]) {
+    // same-site: a page on another port of this host (another local server) is another origin.
+    for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'http://evil.example' }, { origin: 'null' }]) {
       const res = await post(headers);
       expect(res.status, JSON.stringify(headers)).toBe(403);
       expect(await res.text()).toContain('A POST from another site is refused.');

@@ -210,6 +210,19 @@ describe('framing (§1)', () => {
       expect(decoder.push(bytes('lease d 0\r\n'))).toEqual([]);
     });
 
+    it('closes on a command line that is HTTP (a request line or a Host header), with nothing decoded after it', () => {
+      const http = (input: string): Decoded[] => new WorkqDecoder(LENIENT).push(bytes(input));
+      for (const line of ['POST / HTTP/1.1', 'GET /x?y=1 HTTP/1.0', 'PRI * HTTP/2.0', 'OPTIONS * HTTP/1.1', 'Host: 127.0.0.1:9922', 'host:x', 'HOST:']) {
+        expect(http(`${line}\r\n${add(ID + ' q 1000 60000')}`), line).toEqual([{ close: true, http: true }]);
+      }
+      expect(show(http(`lease a 0\r\nPOST / HTTP/1.1\r\nlease b 0\r\n`))).toEqual([{ cmd: 'lease', names: ['a'], waitMs: 0 }, 'CLOSE']);
+      // Look-alikes that are not HTTP stay Workq errors; a data block is never taken for a command line.
+      expect(decode('POST / HTTP/1\r\n')).toEqual([err('Unknown command')]);
+      expect(decode('GET  HTTP/1.1\r\n')).toEqual([err('Unknown command')]);
+      expect(decode('Hostname: x\r\n')).toEqual([err('Unknown command')]);
+      expect(request(`add ${ID} q 1000 60000 14\r\nGET / HTTP/1.1\r\n`)).toMatchObject({ cmd: 'add', payload: Buffer.from('GET / HTTP/1.1') });
+    });
+
     it('reports held bytes while a command is incomplete, and 0 between commands', () => {
       const decoder = new WorkqDecoder(LENIENT);
       expect(decoder.pending).toBe(0);
