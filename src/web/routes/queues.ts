@@ -329,9 +329,12 @@ export function queueRoutes(ctx: WebContext): Router {
     const q = gw.existing(String(req.params['name']));
     const given = params(req);
     const present = ADMIN_ACTIONS.filter((a) => given[a] !== undefined);
-    // RQ: the first present in this order; all four at once is no action.
-    const action = present.length === ADMIN_ACTIONS.length ? undefined : present[0];
-    if (action === undefined) throw webError('RQ_UPSTREAM', "Couldn't  queue. Internal error.");
+    // RQ took the first present in this order (all four: none) and answered none with a 500.
+    const action = present.length === 1 ? present[0] : undefined;
+    if (action === undefined) {
+      const got = present.length === 0 ? 'none' : present.join(', ');
+      throw webError('RQ_BAD_REQUEST', `Couldn't  queue. Send exactly one of ${ADMIN_ACTIONS.map((a) => `${a}=1`).join(', ')}; got ${got}.`);
+    }
     const reply = await gw.mgr(`${action}_queue`, q.name);
     if (!isOk(reply)) throw webError('RQ_UPSTREAM', `Couldn't ${action} queue. ${dump(reply)}.`);
     respond.redirect(req, res, respond.back(req), { notice: `Successfully ${PAST[action]} queue ${q.name}` });
