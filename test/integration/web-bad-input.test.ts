@@ -6,10 +6,11 @@
  * is walked too), with each bad value in each of its path parameters (malformed
  * percent-escapes, names over 255 bytes, unknown names and ids, NUL, dot-files), each
  * bad query, and for POST routes each bad body (deep JSON, wrong types, missing fields,
- * broken multipart). Each request goes twice: as curl sends it (an error is RQ's plain
- * `<status> - <text>`, or the Not Found page) and with `x_format=json` (an error is
- * `["fail", reason]`). No reply may be a 5xx, every error must carry a one-line reason,
- * and the walk must leave no error line in the log.
+ * broken multipart); a route that reads nothing but its path gets only the bad paths.
+ * Each request goes three times: as curl sends it (an error is RQ's plain `<status> -
+ * <text>`, or the Not Found page), with `x_format=json` (an error is `["fail", reason]`),
+ * and as a browser sends it (an error is a page). No reply may be a 5xx, every error
+ * must carry a one-line reason, and the walk must leave no error line in the log.
  *
  * Then the cases the issue saw, one by one, and the same limits on the queue socket.
  */
@@ -38,8 +39,6 @@ let finished = '';
 
 const shared = sharedRoot(async (t: TestRoot): Promise<Protocols> => {
   t.addQueue({ name: 'walk', num_workers: 0 });
-  // The restart route restarts its queue whatever the body: not the one the walk reads.
-  t.addQueue({ name: 'spare', num_workers: 0 });
   t.addQueue({ name: 'busy', script: 'hang.sh' });
   t.addQueue({ name: 'fail', script: 'err.sh' });
   t.addQueue({ name: 'test', script: 'done.sh' });
@@ -80,15 +79,15 @@ function appRoutes(): Array<{ method: string; path: string }> {
 }
 
 /** The good value of each path parameter (the walk changes one at a time). */
-function goodParams(route: string): Record<string, string> {
-  return {
-    name: route === '/q/:name/restart' ? 'spare' : 'walk',
-    msg_id: waiting,
-    log_name: 'stdio.log',
-    attach_name: 'a.txt',
-    attachment_name: 'a.txt',
-  };
+function goodParams(): Record<string, string> {
+  return { name: 'walk', msg_id: waiting, log_name: 'stdio.log', attach_name: 'a.txt', attachment_name: 'a.txt' };
 }
+
+/**
+ * Routes that read nothing but their path: with a good path, any query or body does what
+ * the route does (a restart of the queue), so only their path parameters are walked.
+ */
+const PATH_ONLY = new Set(['POST /q/:name/restart']);
 
 /** Bad values for a path parameter, as they go in the URL. */
 const BAD_PATH_VALUES = ['%zz', '%', '%c0%ae%c0%ae', '%E4%B8', LONG, LONG_UTF8, 'nosuch', UNKNOWN_ID, '%00', 'a%0Ab', '.hidden', '%2e%2e'];
@@ -167,32 +166,37 @@ const BAD_BODIES: Body[] = [
   multipartWith('filedata', undefined),
 ];
 
-/** The reason of an error reply, or a description of what is wrong with it. */
-function reasonOf(body: string, contentType: string, asJson: boolean): string | { wrong: string } {
-  if (asJson) {
+/**
+ * How the walk asks: as curl does, with `x_format=json`, or as a browser does (its
+ * Accept prefers HTML). An error must then be, in turn: anything with a reason;
+ * `["fail", reason]`; a page with a reason, or JSON on a `.json` route.
+ */
+type Style = 'plain' | 'json' | 'browser';
+const BROWSER = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+
+/** What an error reply is, and its reason (undefined when it has none). */
+function replyOf(body: string, contentType: string): { kind: 'json' | 'page' | 'plain'; reason: string | undefined } {
+  if (contentType.startsWith('application/json')) {
     let value: unknown;
     try {
       value = JSON.parse(body);
     } catch {
-      return { wrong: `not JSON: ${body.slice(0, 200)}` };
+      return { kind: 'json', reason: undefined };
     }
-    if (!Array.isArray(value) || value[0] !== 'fail' || typeof value[1] !== 'string') return { wrong: `not ["fail", reason]: ${body.slice(0, 200)}` };
-    return value[1];
+    return { kind: 'json', reason: Array.isArray(value) && value[0] === 'fail' && typeof value[1] === 'string' ? value[1] : undefined };
   }
-  if (contentType.startsWith('text/html') && body.startsWith('<!DOCTYPE html>\n')) {
-    const m = /<p class="reason">(.*)<\/p>/.exec(body);
-    return m ? m[1]! : { wrong: `a page without a reason: ${body.slice(0, 200)}` };
-  }
-  return body.replace(/\n$/, '');
+  if (contentType.startsWith('text/html') && body.startsWith('<!DOCTYPE html>\n')) return { kind: 'page', reason: /<p class="reason">(.*)<\/p>/.exec(body)?.[1] };
+  return { kind: 'plain', reason: body.replace(/\n$/, '') };
 }
 
 /** One request of the walk; the problem with its reply, or undefined when it is right. */
-async function probe(method: string, url: string, body: Body | undefined, asJson: boolean): Promise<string | undefined> {
-  const target = asJson ? `${url}${url.includes('?') ? '&' : '?'}x_format=json` : url;
-  const init: RequestInit = { method };
+async function probe(method: string, url: string, body: Body | undefined, style: Style): Promise<string | undefined> {
+  const target = style === 'json' ? `${url}${url.includes('?') ? '&' : '?'}x_format=json` : url;
+  const headers: Record<string, string> = style === 'browser' ? { ...BROWSER } : {};
+  const init: RequestInit = { method, headers };
   if (body) {
     init.body = body.body;
-    if (body.type !== '') init.headers = { 'content-type': body.type };
+    if (body.type !== '') headers['content-type'] = body.type;
   }
   const res = await web().request(target, init);
   if (res.status < 400) {
@@ -201,8 +205,10 @@ async function probe(method: string, url: string, body: Body | undefined, asJson
   }
   const text = await res.text();
   if (res.status >= 500) return `status ${res.status}: ${text.slice(0, 300)}`;
-  const reason = reasonOf(text, res.headers.get('content-type') ?? '', asJson);
-  if (typeof reason !== 'string') return `status ${res.status}, ${reason.wrong}`;
+  const { kind, reason } = replyOf(text, res.headers.get('content-type') ?? '');
+  if (style === 'json' && kind !== 'json') return `status ${res.status}, not JSON: ${text.slice(0, 200)}`;
+  if (style === 'browser' && kind === 'plain') return `status ${res.status}, not a page: ${text.slice(0, 200)}`;
+  if (reason === undefined) return `status ${res.status}, no reason in: ${text.slice(0, 200)}`;
   if (reason.trim() === '' || /[\r\n]/.test(reason)) return `status ${res.status}, reason not one line: ${JSON.stringify(reason.slice(0, 300))}`;
   return undefined;
 }
@@ -222,8 +228,9 @@ describe('the walk: every route with every bad input', () => {
   it('knows every path parameter of every route', () => {
     const routes = appRoutes();
     expect(routes.length).toBeGreaterThan(25);
+    for (const r of PATH_ONLY) expect(routes.map((x) => `${x.method} ${x.path}`)).toContain(r);
     for (const { path: p } of routes) {
-      for (const param of p.match(/:\w+/g) ?? []) expect(Object.keys(goodParams(p)), p).toContain(param.slice(1));
+      for (const param of p.match(/:\w+/g) ?? []) expect(Object.keys(goodParams()), p).toContain(param.slice(1));
     }
   });
 
@@ -231,20 +238,21 @@ describe('the walk: every route with every bad input', () => {
     const from = logOffset();
     const problems: string[] = [];
     const check = async (method: string, url: string, body?: Body): Promise<void> => {
-      // An input that sets x_format itself is asked once, as it is.
-      const styles = url.includes('x_format') || body?.label.includes('x_format') ? [false] : [false, true];
-      for (const asJson of styles) {
-        const problem = await probe(method, url, body, asJson);
-        if (problem) problems.push(`${method} ${url.slice(0, 120)}${body ? ` [${body.label}]` : ''}${asJson ? ' (json)' : ''}: ${problem}`);
+      // An input that sets x_format itself is not asked for JSON on top.
+      const styles: Style[] = url.includes('x_format') || body?.label.includes('x_format') ? ['plain', 'browser'] : ['plain', 'json', 'browser'];
+      for (const style of styles) {
+        const problem = await probe(method, url, body, style);
+        if (problem) problems.push(`${method} ${url.slice(0, 120)}${body ? ` [${body.label}]` : ''} (${style}): ${problem}`);
       }
     };
     for (const route of appRoutes()) {
-      const good = goodParams(route.path);
+      const good = goodParams();
       const fill = (bad?: { param: string; value: string }): string =>
         route.path.replace(/:(\w+)/g, (_m, name: string) => (bad?.param === name ? bad.value : encodeURIComponent(good[name]!)));
       for (const param of (route.path.match(/:\w+/g) ?? []).map((p) => p.slice(1))) {
         for (const value of BAD_PATH_VALUES) await check(route.method, fill({ param, value }), route.method === 'POST' ? form('') : undefined);
       }
+      if (PATH_ONLY.has(`${route.method} ${route.path}`)) continue;
       for (const query of BAD_QUERIES) await check(route.method, `${fill()}?${query}`, route.method === 'POST' ? form('') : undefined);
       if (route.method === 'POST') for (const body of BAD_BODIES) await check(route.method, fill(), body);
     }
@@ -259,7 +267,6 @@ describe('the cases the issue saw', () => {
     const res = await web().get(p, headers);
     return { status: res.status, type: res.headers.get('content-type') ?? '', body: await res.text() };
   }
-  const BROWSER = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
 
   it('a malformed percent-escape in a path parameter is a 400 saying so, logged as no error', async () => {
     const from = logOffset();
