@@ -24,6 +24,11 @@ export const ERROR_CODES = {
 } as const;
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/** Whether `code` is one of the stable codes (a reply from another process may carry anything). */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ERROR_CODES, code);
+}
+
 export class RqError extends Error {
   override readonly name = 'RqError';
   readonly code: ErrorCode;

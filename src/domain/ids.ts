@@ -28,10 +28,11 @@ export function isShortId(id: unknown): id is string {
 
 /**
  * Whether a client-supplied id may be used as a directory name: no slash, no NUL, no
- * leading dot (spec/rq.md §10.2). Lookups then only ever match an exact entry.
+ * leading dot (spec/rq.md §10.2), at most 255 bytes (a longer name would make the
+ * filesystem fail with ENAMETOOLONG). Lookups then only ever match an exact entry.
  */
 export function isSafeId(id: unknown): id is string {
-  return typeof id === 'string' && id.length > 0 && id.length <= 255 && !/[/\0]/.test(id) && !id.startsWith('.');
+  return typeof id === 'string' && id.length > 0 && Buffer.byteLength(id) <= 255 && !/[/\0]/.test(id) && !id.startsWith('.');
 }
 
 /** `20261121.0527.42.578.2581651` → `['20261121','05','27']`, or undefined. */

@@ -24,7 +24,8 @@
  * 5. Publish only: the body, at most 10 MiB (a 413 `job too large`), parsed as JSON
  *    whatever the content type says (curl's `-d` sends a form type), or, failing that and
  *    sent as `application/x-www-form-urlencoded`, as Rack-style nested keys with qs; then
- *    the job checks of §4.1 in the spec's order, the first failure a 400.
+ *    the job checks of §4.1 in the spec's order, the first failure a 400 (before them, a
+ *    body nested deeper than MAX_JSON_DEPTH arrays and objects is a 400 too).
  *
  * Stored form (§10): `src` = cloudq, `param1` = klass, `param2` = compact JSON of args
  * (for RQ scripts and the dashboard), `attach/payload` = the job object minus `id`, as
@@ -49,6 +50,7 @@ import http from 'node:http';
 import qs from 'qs';
 import { RqError, explain, type ErrorCode } from '../domain/errors.js';
 import { browserHostNames } from '../domain/main-config.js';
+import { MAX_JSON_DEPTH, isTooDeep } from '../domain/json-depth.js';
 import { isPlainObject } from '../domain/message.js';
 import { isProtocolQueueName } from '../domain/names.js';
 import { browserRefusal, createHttpServer } from '../lib/http-listener.js';
@@ -227,8 +229,12 @@ function jobProblem(job: unknown): string | undefined {
   return undefined;
 }
 
-/** The job of a publish body (wrapped, or unwrapped when it has no `job` and has `klass`), or the §4.1 message. */
+/**
+ * The job of a publish body (wrapped, or unwrapped when it has no `job` and has `klass`),
+ * or the §4.1 message; beyond node-cloudq, a body nested deeper than MAX_JSON_DEPTH is refused.
+ */
 function checkJob(body: unknown): { job: Record<string, unknown> } | { message: string } {
+  if (isTooDeep(body)) return { message: `job nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels` };
   if (!isPlainObject(body)) return { message: 'job object required' };
   const job = Object.hasOwn(body, 'job') ? body['job'] : Object.hasOwn(body, 'klass') ? body : undefined;
   const problem = jobProblem(job);

@@ -19,7 +19,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { rpcCall } from '../client/rpc.js';
-import { RqError, type ErrorCode, ERROR_CODES } from '../domain/errors.js';
+import { RqError, isErrorCode } from '../domain/errors.js';
 import { isValidQueueName } from '../domain/names.js';
 import type { State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
@@ -115,10 +115,6 @@ const RETRY_MS = 5_000;
 const CALL_TIMEOUT_MS = 30_000;
 /** A lease's TTR, the longest a `result_wait` with grace may outlast its wait (Workq's TTR limit is 24 h). */
 const DAY_MS = 86_400_000;
-
-function isErrorCode(code: unknown): code is ErrorCode {
-  return typeof code === 'string' && Object.hasOwn(ERROR_CODES, code);
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

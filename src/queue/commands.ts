@@ -11,7 +11,9 @@
  * removes old finished messages (housekeeping.ts); it is refused while DOWN, like the others.
  * The pull commands (pull.ts: publish, lease, ack, …) are the protocol front doors' and
  * external workers' verbs; their refusals carry the error's stable code as a third
- * element, `["fail", text, code]`, which RQ's two-element readers ignore.
+ * element, `["fail", text, code]`, which RQ's two-element readers ignore. So do the
+ * refusals of `run_message` and `clone_message`, which the web turns into an HTTP status.
+ * An argument nested deeper than MAX_JSON_DEPTH is refused before any command sees it.
  *
  * The admin flags are re-read for `status` and `stats` only (spec/rq.md §1.11). The DOWN
  * check uses the value last read, which the flag files' watch (hints.ts) keeps current:
@@ -19,8 +21,9 @@
  * no later than the accept of a connection made afterwards, before reading its request.
  */
 import type { RpcConnection } from '../client/rpc.js';
-import { RqError, coerceError } from '../domain/errors.js';
+import { RqError, coerceError, type ErrorCode } from '../domain/errors.js';
 import { parseFullId } from '../domain/ids.js';
+import { MAX_JSON_DEPTH, isTooDeep } from '../domain/json-depth.js';
 import { isPlainObject } from '../domain/message.js';
 import { parseCleanArgument } from '../domain/retention.js';
 import { STATES, isState, type State } from '../domain/states.js';
@@ -185,8 +188,16 @@ const COMMANDS: Record<string, Handler> = {
   list: (e, arg) => ['ok', e.pull.list(arg)],
 };
 
-/** The pull commands answer a refusal with its stable code too: `["fail", text, code]`. */
-const PULL_COMMANDS = new Set(['publish', 'lease', 'cancel_wait', 'ack', 'nack', 'touch', 'set', 'peek', 'pull_stats', 'purge_ready', 'respawn', 'dead_letter', 'finish', 'result_wait', 'remove', 'list']);
+/** The pull commands, and two the web maps to a status, answer a refusal with its stable code too. */
+const CODED_COMMANDS = new Set([
+  ...['publish', 'lease', 'cancel_wait', 'ack', 'nack', 'touch', 'set', 'peek', 'pull_stats', 'purge_ready', 'respawn', 'dead_letter', 'finish', 'result_wait', 'remove', 'list'],
+  ...['run_message', 'clone_message'],
+]);
+
+/** A refusal of `command`: `["fail", text]`, or `["fail", text, code]` for the coded commands. */
+function refusal(command: string, text: string, code: ErrorCode): unknown[] {
+  return CODED_COMMANDS.has(command) ? ['fail', text, code] : ['fail', text];
+}
 
 /**
  * Run one command and return its reply value. `argument` is the raw JSON text; a bad
@@ -195,25 +206,26 @@ const PULL_COMMANDS = new Set(['publish', 'lease', 'cancel_wait', 'ack', 'nack',
 export async function runCommand(engine: QueueEngine, log: Logger, command: string, argument: string, conn?: RpcConnection): Promise<unknown> {
   const handler = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
   if (!handler) return ['ERROR'];
-  if (engine.adminStatus() === 'DOWN' && !NO_DOWN_CHECK.has(command)) return ['fail', 'status: DOWN'];
+  if (engine.adminStatus() === 'DOWN' && !NO_DOWN_CHECK.has(command)) return refusal(command, 'status: DOWN', 'RQ_QUEUE_DOWN');
   let arg: Record<string, unknown> = {};
   if (argument.trim() !== '') {
     let parsed: unknown;
     try {
       parsed = JSON.parse(argument);
     } catch (e) {
-      return ['fail', `argument is not valid JSON: ${coerceError(e).message}`];
+      return refusal(command, `argument is not valid JSON: ${coerceError(e).message}`, 'RQ_BAD_REQUEST');
     }
-    if (!isPlainObject(parsed)) return ['fail', `argument must be a JSON object, got ${JSON.stringify(parsed)}`];
+    if (isTooDeep(parsed)) return refusal(command, `argument nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`, 'RQ_BAD_REQUEST');
+    if (!isPlainObject(parsed)) return refusal(command, `argument must be a JSON object, got ${JSON.stringify(parsed)}`, 'RQ_BAD_REQUEST');
     arg = parsed;
   } else if (!NO_DOWN_CHECK.has(command)) {
-    return ['fail', 'argument must be a JSON object, got nothing'];
+    return refusal(command, 'argument must be a JSON object, got nothing', 'RQ_BAD_REQUEST');
   }
   try {
     return await handler(engine, arg, conn);
   } catch (e) {
-    if (e instanceof RqError) return PULL_COMMANDS.has(command) ? ['fail', e.message, e.code] : ['fail', e.message];
+    if (e instanceof RqError) return refusal(command, e.message, e.code);
     log.error({ command, err: coerceError(e).stack }, 'command failed');
-    return ['fail', 'internal error'];
+    return refusal(command, 'internal error', 'RQ_IO');
   }
 }

@@ -930,6 +930,8 @@ export class QueueEngine {
     if (/[$%&*<>?[\]|~/\\\0]/.test(attName) || attName === '..') {
       throw fail(`Attachment name has invalid character. not allowed: ${attName}`);
     }
+    // It is linked in as `<name>.tmp` first, and no file name has more than 255 bytes.
+    if (Buffer.byteLength(attName) > 251) throw fail(`Attachment name is ${Buffer.byteLength(attName)} bytes long; at most 251 are allowed`);
     const tmp = path.join(attachDir, `${attName}.tmp`);
     fs.rmSync(tmp, { force: true });
     linkOrCopy(pathname, tmp);
@@ -1034,6 +1036,8 @@ export class QueueEngine {
   private async moveToFront(id: string): Promise<void> {
     const state = this.stateOf(id);
     if (state === 'run') throw new RqError('RQ_NOT_IN_STATE', 'msg already running');
+    // RQ's text for a missing message too; the code tells the two apart (the web's 404 and 409).
+    if (state === undefined) throw new RqError('RQ_NOT_FOUND', 'msg not in runnable state');
     if (state !== 'que') throw new RqError('RQ_NOT_IN_STATE', 'msg not in runnable state');
     const entry = this.que.get(id);
     if (!entry) throw new RqError('RQ_NOT_FOUND', 'msg not found');

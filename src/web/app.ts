@@ -1,12 +1,16 @@
 /**
  * The web application (web-main.ts listens). It assembles the pipeline of spec/rq.md
  * §7.1 (pipeline.ts), the body parsers, static files, the route modules in the order
- * §7.2 needs (literal queue routes before `/q/:name/:msg_id`), the Not Found page that
- * replaces every 404 body, and the one error handler: RqError → status and body through
- * web-errors.ts, body-parser failures → clear 4xx, anything else → 500, logged.
+ * §7.2 needs (literal queue routes before `/q/:name/:msg_id`), and the one error
+ * handler: RqError → status and reason through web-errors.ts, body-parser failures and
+ * path parameters that are not percent-encoded UTF-8 → clear 4xx, anything else → 500,
+ * logged. The reply is `["fail", reason]` for a `.json` route or `x_format=json`; else
+ * every 404 is the Not Found page; any other status is a page for a browser (its Accept
+ * prefers HTML) and RQ's plain `<status> - <text>` for curl, scripts and RQ's clients.
  *
  * The web only reads message files and logs; every change goes through an RPC.
  */
+import http from 'node:http';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { RqError, coerceError } from '../domain/errors.js';
 import type { MainConfig } from '../domain/main-config.js';
@@ -14,7 +18,7 @@ import type { Logger } from '../lib/logger.js';
 import type { RootLayout } from '../store/layout.js';
 import type { WebContext } from './context.js';
 import { createGateway } from './gateway.js';
-import { multipart, parseQuery } from './params.js';
+import { multipart, param, parseQuery } from './params.js';
 import { allowedHost, allowedIps, basicAuth, baseHeaders, methodsAndHeaders, pageSetup, relativeRoot, requireMgr, sameOrigin } from './pipeline.js';
 import { PUBLIC_DIR, sendPage } from './render.js';
 import { createResponder } from './respond.js';
@@ -22,7 +26,7 @@ import { fileRoutes } from './routes/files.js';
 import { messageRoutes } from './routes/messages.js';
 import { opsRoutes } from './routes/ops.js';
 import { queueRoutes } from './routes/queues.js';
-import { bodyOf, statusOf, webError } from './web-errors.js';
+import { bodyOf, reasonOf, statusOf, webError } from './web-errors.js';
 
 /** urlencoded and JSON bodies are held in memory up to this; RPC payloads must stay < 100 MB (§10.3). */
 const BODY_LIMIT = 64 * 1024 * 1024;
@@ -40,6 +44,25 @@ function bodyParserError(err: unknown): RqError | undefined {
   if (e.type === 'entity.too.large') return webError('RQ_TOO_LARGE', `Request body is over the limit of ${BODY_LIMIT} bytes`);
   if (e.type === 'entity.parse.failed') return webError('RQ_BAD_REQUEST', `Bad JSON body: ${String(e.message)}`);
   return webError('RQ_BAD_REQUEST', `Bad request body: ${String(e.message)}`);
+}
+
+/** Express's router could not percent-decode a path parameter (`%zz`, a lone `%`, bytes that are not UTF-8). */
+function pathDecodeError(err: unknown): RqError | undefined {
+  if (!(err instanceof URIError)) return undefined;
+  return webError('RQ_BAD_REQUEST', `The path is not percent-encoded UTF-8 (${err.message})`);
+}
+
+/**
+ * The paths of RQ's `.json` routes: `/q.json`, `/q/<q>.json`, `/q/<q>/done.json` and
+ * `config.json`, `/q/<q>/<id>.json`, `/q/<q>/<id>/state.json`. A log or attachment
+ * named `*.json` is a file, not one of them.
+ */
+const JSON_ROUTE = /^\/q(\/[^/]+){0,2}\.json$|^\/q\/[^/]+\/[^/]+\/state\.json$/;
+
+/** How an error is answered (see the file comment). */
+function errorStyle(req: Request): 'json' | 'page' | 'plain' {
+  if (JSON_ROUTE.test(req.path) || param(req, 'x_format') === 'json') return 'json';
+  return req.accepts(['text/plain', 'text/html']) === 'text/html' ? 'page' : 'plain';
 }
 
 export function createApp(deps: AppDeps): Express {
@@ -68,21 +91,26 @@ export function createApp(deps: AppDeps): Express {
       res.destroy();
       return;
     }
-    let e = err instanceof RqError ? err : bodyParserError(err);
-    if (!e) {
-      log.error({ err: coerceError(err), url: req.originalUrl, request_id: res.locals['requestId'] }, 'web route failed');
-      e = webError('RQ_IO', 'Internal Server Error');
-    }
-    const status = statusOf(e);
-    if (status === 404) {
-      log.debug({ url: req.originalUrl, reason: e.message }, 'not found');
-      sendPage(res, 'not_found', { reason: e.message }, 404).catch((renderErr: unknown) => {
-        log.error({ err: coerceError(renderErr) }, 'cannot render the Not Found page');
-        res.status(404).type('text/plain').send('404 - Not Found');
-      });
+    const known = err instanceof RqError ? err : (bodyParserError(err) ?? pathDecodeError(err));
+    if (!known) log.error({ err: coerceError(err), url: req.originalUrl, request_id: res.locals['requestId'] }, 'web route failed');
+    const failure = known ?? webError('RQ_IO', 'Internal Server Error');
+    const status = statusOf(failure);
+    const reason = reasonOf(failure);
+    if (status === 404) log.debug({ url: req.originalUrl, reason }, 'not found');
+    const style = errorStyle(req);
+    if (style === 'json') {
+      res.status(status).json(['fail', reason]);
       return;
     }
-    res.status(status).type('text/html; charset=utf-8').send(bodyOf(e));
+    if (style === 'plain' && status !== 404) {
+      res.status(status).type('text/html; charset=utf-8').send(bodyOf(failure));
+      return;
+    }
+    const page = status === 404 ? sendPage(res, 'not_found', { reason }, 404) : sendPage(res, 'error', { status, title: http.STATUS_CODES[status], reason }, status);
+    page.catch((renderErr: unknown) => {
+      log.error({ err: coerceError(renderErr) }, 'cannot render the error page');
+      res.status(status).type('text/html; charset=utf-8').send(bodyOf(failure));
+    });
   });
   return app;
 }

@@ -29,9 +29,13 @@ export function checkMsgId(raw: string): string {
   return id;
 }
 
-/** A file name directly inside `job/` or `attach/`: no separators, no dot-files, no NUL. */
+/**
+ * A file name directly inside `job/` or `attach/`: no separators, no dot-files, no NUL,
+ * and at most 255 bytes (no file has a longer name; the filesystem would fail with ENAMETOOLONG).
+ */
 export function checkFileName(name: string, what: string): string {
   if (name === '' || name.startsWith('.') || /[/\\\0]/.test(name)) throw webError('RQ_NOT_FOUND', `${what} '${name}' not found`);
+  if (Buffer.byteLength(name) > 255) throw webError('RQ_NOT_FOUND', `${what} not found: its name is over 255 bytes`);
   return name;
 }
 

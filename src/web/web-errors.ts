@@ -1,12 +1,12 @@
 /**
- * The web front door's one mapping from RqError codes to HTTP statuses, and the plain
- * bodies RQ sends for them (spec/rq.md §7.3, §10.4): `<status> - <text>`, except a few
- * texts RQ sends bare (`Queue creation not allowed at this time.`). Routes throw
- * `webError(...)` or let an RqError from a lower layer through; the error handler in
- * app.ts is the only place that turns either into a reply. Every 404 is then drawn as
- * the Not Found page (§7.1 step 8).
+ * The web front door's one mapping from RqError codes to HTTP statuses, the one-line
+ * reason of an error, and the plain bodies RQ sends for them (spec/rq.md §7.3, §10.4):
+ * `<status> - <text>`, except a few texts RQ sends bare (`Queue creation not allowed at
+ * this time.`). Routes throw `webError(...)`, or `refused(...)` for a queue's coded
+ * refusal, or let an RqError from a lower layer through; the error handler in app.ts is
+ * the only place that turns either into a reply (JSON, a page, or this plain body).
  */
-import { RqError, type ErrorCode } from '../domain/errors.js';
+import { RqError, isErrorCode, type ErrorCode } from '../domain/errors.js';
 
 const HTTP_STATUS = {
   RQ_NOT_FOUND: 404,
@@ -41,12 +41,17 @@ export function statusOf(e: RqError): number {
   return HTTP_STATUS[e.code];
 }
 
+/** The reason of a reply, on one line: a control character or line separator it echoes from the request (`%0A` in a name) is written `\u000a`. */
+export function reasonOf(e: RqError): string {
+  return e.message.replace(/[\x00-\x1f\x7f-\x9f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /**
- * The reply body: RQ sends these as text/html, and a text may echo the request (a JSON
- * parse error, a file name), so `&`, `<` and `>` are escaped. RQ's quoted texts have none.
+ * The plain reply body: RQ sends these as text/html, and a text may echo the request (a
+ * JSON parse error, a file name), so `&`, `<` and `>` are escaped. RQ's quoted texts have none.
  */
 export function bodyOf(e: RqError): string {
-  const text = BARE.has(e) ? e.message : `${statusOf(e)} - ${e.message}`;
+  const text = BARE.has(e) ? reasonOf(e) : `${statusOf(e)} - ${reasonOf(e)}`;
   return text.replace(/[&<>]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c]!);
 }
 
@@ -54,4 +59,14 @@ export function bodyOf(e: RqError): string {
 export function dump(reply: unknown): string {
   if (Array.isArray(reply)) return `[${reply.map((v) => JSON.stringify(v) ?? 'nil').join(', ')}]`;
   return JSON.stringify(reply) ?? 'nil';
+}
+
+/**
+ * A queue's refusal `["fail", text, code]` as a route's failure: RQ's text, `<what> <dump
+ * of ["fail", text]>.`, with the status of the reply's code (404 for a missing message,
+ * 409 for one in the wrong state); a reply without a code (no answer) stays RQ's 500.
+ */
+export function refused(what: string, reply: unknown): RqError {
+  const code: ErrorCode | undefined = Array.isArray(reply) && isErrorCode(reply[2]) ? reply[2] : undefined;
+  return webError(code ?? 'RQ_UPSTREAM', `${what} ${dump(code && Array.isArray(reply) ? reply.slice(0, 2) : reply)}.`);
 }

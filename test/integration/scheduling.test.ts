@@ -66,7 +66,7 @@ describe('scheduling', () => {
     const m3 = await t.send('c', { param1: 'fast', due: now() - 2, param2: '0.2' });
     const m3Full = `http://127.0.0.1:3333/q/c/${m3}`;
     expect(await t.rpc('c', 'num_messages', {})).toMatchObject({ que: 1, run: 1 });
-    expect(await t.rpc('c', 'run_message', { msg_id: m1 })).toEqual(['fail', 'msg not found']);
+    expect(await t.rpc('c', 'run_message', { msg_id: m1 })).toEqual(['fail', 'msg not found', 'RQ_NOT_FOUND']);
     expect(await t.waitState('c', m3, 'done')).toBe('done - slept');
     expect(await t.statusOf('c', m1)).toBe(`done - duplicate ${m3Full}`);
     expect(await t.statusOf('c', m2)).toBe(`done - duplicate ${m3Full}`);

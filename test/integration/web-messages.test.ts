@@ -284,7 +284,7 @@ describe('POST /q/:name/new_message', () => {
       [web().postJson('/q/idle/new_message', ['dest', 'idle']), /^400 - The JSON body must be a message object, got an array$/],
       [web().postForm('/q/idle/new_message', { mesg: '{"dest": idle}' }), /^400 - Bad JSON in 'mesg': /],
       [web().postForm('/q/idle/new_message', { mesg: '"idle"' }), /^400 - Parameter 'mesg' must be a JSON object, got string "idle"$/],
-      [web().postForm('/q/idle/new_message', { x_format: 'json' }), /^400 - Parameter 'mesg' must be the message as JSON text, got nothing$/],
+      [web().postForm('/q/idle/new_message', { x_format: 'json' }), /^\["fail","Parameter 'mesg' must be the message as JSON text, got nothing"\]$/],
       [web().postForm('/q/idle/new_message', { x_format: 'html', mesg: '{"dest":"idle"}' }), /^400 - With x_format=html the message is the form fields mesg\[dest\]/],
     ];
     for (const [res, body] of cases) {
@@ -400,11 +400,16 @@ describe('GET /q/:name/:msg_id', () => {
     expect(await state.json()).toEqual(['que']);
   });
 
-  it('is 404 for an unknown id, in every variant', async () => {
-    for (const p of ['/q/idle/20200101.0000.00.000.1', '/q/idle/20200101.0000.00.000.1.json', '/q/idle/20200101.0000.00.000.1/state.json', '/q/idle/nonsense', '/q/nosuch/20200101.0000.00.000.1']) {
+  it('is 404 for an unknown id, in every variant: the Not Found page, or JSON for the .json routes', async () => {
+    for (const p of ['/q/idle/20200101.0000.00.000.1', '/q/idle/nonsense', '/q/nosuch/20200101.0000.00.000.1']) {
       const res = await web().get(p);
       expect(res.status, p).toBe(404);
       expect(await res.text(), p).toContain('<h2>Not Found</h2>');
+    }
+    for (const p of ['/q/idle/20200101.0000.00.000.1.json', '/q/idle/20200101.0000.00.000.1/state.json']) {
+      const res = await web().get(p);
+      expect(res.status, p).toBe(404);
+      expect(await res.json(), p).toEqual(['fail', 'Message ID not found']);
     }
   });
 
@@ -454,12 +459,12 @@ describe('GET /q/:name/:msg_id', () => {
       expect(raw, p).toMatch(/^HTTP\/1\.1 404 /);
       expect(bodyOf(raw), p).not.toContain('SECRET');
     }
-    // Actions on such ids find no message: a missing queue is 404, an unknown id RQ's 500.
+    // Actions on such ids find no message: 404, with the queue's reply when it was asked.
     const actions: [string, RegExp][] = [
       ['/q/idle/..%2fsneaky/clone', /^HTTP\/1\.1 404 /],
       ['/q/idle/.sneaky/clone', /^HTTP\/1\.1 404 /],
-      ['/q/idle/%252e%252e%252fsneaky/clone', /^HTTP\/1\.1 500 [\s\S]*"msg not found"/],
-      ['/q/idle/%252e%252e%252fsneaky/run_now', /^HTTP\/1\.1 500 [\s\S]*"msg not in runnable state"/],
+      ['/q/idle/%252e%252e%252fsneaky/clone', /^HTTP\/1\.1 404 [\s\S]*&#34;msg not found&#34;/],
+      ['/q/idle/%252e%252e%252fsneaky/run_now', /^HTTP\/1\.1 404 [\s\S]*&#34;msg not in runnable state&#34;/],
     ];
     for (const [p, reply] of actions) {
       const raw = await web().raw(`POST ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 0\r\n\r\n`);
@@ -488,13 +493,14 @@ describe('clone, run now, delete, destroy, commit', () => {
     expect(html).toContain(`<td class="key">\n cloned_from</td><td class="sep"> : </td><td> <a href="/q/fail/${id}">${id}</a> </td>`);
   });
 
-  it('answers 500 with the reply dump when clone is refused', async () => {
+  it('answers 409 with RQ’s reply dump when clone is refused, 404 for a missing message', async () => {
     const waiting = await create('idle');
     const res = await web().postForm(`/q/idle/${waiting}/clone`, {});
-    expect(res.status).toBe(500);
-    expect(await res.text()).toBe('500 - Couldn\'t clone message. ["fail", "cannot clone message in que state"].');
-    const missing = await web().postForm('/q/idle/20200101.0000.00.000.1/clone', {});
-    expect(await missing.text()).toBe('500 - Couldn\'t clone message. ["fail", "msg not found"].');
+    expect(res.status).toBe(409);
+    expect(await res.text()).toBe('409 - Couldn\'t clone message. ["fail", "cannot clone message in que state"].');
+    const missing = await web().postForm('/q/idle/20200101.0000.00.000.1/clone', { x_format: 'json' });
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual(['fail', 'Couldn\'t clone message. ["fail", "msg not found"].']);
   });
 
   it('runs a waiting message now (route and _method=run_now): flash, 303 to the message page', async () => {
@@ -510,13 +516,13 @@ describe('clone, run now, delete, destroy, commit', () => {
     expect(Number((await t().message('idle', id))['due'])).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
   });
 
-  it('answers 500 with the reply dump when run now is refused', async () => {
+  it('answers 409 with RQ’s reply dump when run now is refused', async () => {
     const id = await create('test');
     await t().waitState('test', id, 'done');
     for (const [p, fields] of [[`/q/test/${id}/run_now`, {}], [`/q/test/${id}`, { _method: 'run_now' }]] as const) {
       const res = await web().postForm(p, fields);
-      expect(res.status).toBe(500);
-      expect(await res.text()).toBe('500 - Couldn\'t run message. ["fail", "msg not in runnable state"].');
+      expect(res.status).toBe(409);
+      expect(await res.text()).toBe('409 - Couldn\'t run message. ["fail", "msg not in runnable state"].');
     }
   });
 

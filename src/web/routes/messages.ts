@@ -5,11 +5,13 @@
  * and deletion.
  *
  * Every change is an RPC to the queue that serves the URL's queue (router mode, §7.6);
- * the replies, flashes and 500 bodies are RQ's, word for word. Where the issue asks for
- * more than RQ: malformed JSON and a `mesg` of the wrong shape are a clear 400 (RQ: 500),
- * RQ's failure texts for uploads and attachment deletion go out as text/plain (they echo
- * the client's file name), and a string `post_run_webhook` is split on whitespace, as RQ
- * meant to (its precedence bug kept the string).
+ * the replies, flashes and error texts are RQ's, word for word. Where the issue asks for
+ * more than RQ: malformed JSON, a `mesg` of the wrong shape and input nested deeper than
+ * MAX_JSON_DEPTH are a clear 400 (RQ: 500), a refused clone or run now is a 404 (no such
+ * message) or 409 (not in a state for it) with RQ's text (RQ: 500), RQ's failure texts
+ * for uploads and attachment deletion go out as text/plain (they echo the client's file
+ * name), and a string `post_run_webhook` is split on whitespace, as RQ meant to (its
+ * precedence bug kept the string).
  *
  * Pages show what they show through `<%= %>` only; the view models built here carry
  * text and, for links, only `http(s)` URLs or URLs of this server.
@@ -20,6 +22,7 @@ import { Router, type Request, type Response } from 'express';
 import { isOk } from '../../client/rpc.js';
 import { coerceError, errnoCode } from '../../domain/errors.js';
 import { parseFullId } from '../../domain/ids.js';
+import { MAX_JSON_DEPTH, isTooDeep } from '../../domain/json-depth.js';
 import { INPUT_KEYS, isPlainObject } from '../../domain/message.js';
 import { rubyToI } from '../../domain/ruby.js';
 import { shown, utcTime } from '../format.js';
@@ -30,7 +33,7 @@ import { checkMsgId, locateMessage, messageView } from '../lookups.js';
 import { param, params, removeUploads, uploads } from '../params.js';
 import { probeQueue, type QueueProbe } from '../queue-info.js';
 import { sendPage, urlFor } from '../render.js';
-import { dump, webError } from '../web-errors.js';
+import { dump, refused, webError } from '../web-errors.js';
 
 /** `_method` of a new message → the queue command that creates it (§7.5 step 4). */
 const CREATE_COMMANDS = new Map([
@@ -218,9 +221,10 @@ function messageInput(req: Request): { input: Record<string, unknown>; html: boo
 /**
  * §7.5 step 2: Ruby `to_i` of `count` and `max_count`; a string `post_run_webhook` split
  * on whitespace. Beyond RQ (which dropped them silently), an unknown key is a 400 that
- * names it, so a typo like `parm1` is not lost.
+ * names it, so a typo like `parm1` is not lost, and so is input nested too deep to store.
  */
 function normalise(input: Record<string, unknown>): void {
+  if (isTooDeep(input)) throw webError('RQ_BAD_MESSAGE', `The message nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
   const unknown = Object.keys(input).filter((k) => k !== '_method' && !INPUT_KEYS.has(k));
   if (unknown.length > 0) {
     throw webError('RQ_BAD_MESSAGE', `Unknown message field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')}; known: ${[...INPUT_KEYS].join(', ')}`);
@@ -305,14 +309,14 @@ export function messageRoutes(ctx: WebContext): Router {
 
   const runNow = async (req: Request, res: Response, t: Target): Promise<void> => {
     const reply = await gw.queue(t.queue, 'run_message', { msg_id: t.id });
-    if (!isOk(reply)) throw webError('RQ_UPSTREAM', `Couldn't run message. ${dump(reply)}.`);
+    if (!isOk(reply)) throw refused("Couldn't run message.", reply);
     respond.redirect(req, res, messageUrl(t), { notice: 'Message in run successfully' });
   };
 
   r.post('/q/:name/:msg_id/clone', async (req: Request, res: Response) => {
     const t = target(req);
     const reply = await gw.queue(t.queue, 'clone_message', { msg_id: t.id });
-    if (!isOk(reply)) throw webError('RQ_UPSTREAM', `Couldn't clone message. ${dump(reply)}.`);
+    if (!isOk(reply)) throw refused("Couldn't clone message.", reply);
     respond.redirect(req, res, urlFor(root, 'q', t.q), { notice: 'Message cloned successfully' });
   });
 

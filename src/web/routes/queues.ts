@@ -150,11 +150,6 @@ export function queueRoutes(ctx: WebContext): Router {
     const real = resolveScript(gw.root.root, queueConfig.script);
     return createRefusal(queueConfig, isRunnable(real) ? real : undefined, createPolicy());
   };
-  /** A refusal of create-policy.ts: 403 with its reason; `["fail", reason]` for x_format=json. */
-  const refuse = (req: Request, res: Response, reason: string): void => {
-    if (param(req, 'x_format') !== 'json') throw webError('RQ_FORBIDDEN', reason);
-    res.status(403).json(['fail', reason]);
-  };
   /** The flash of the create/delete forms (RQ's `<code>` tags dropped: the layout escapes). */
   const formFlash = (form: unknown, reply: unknown): string => `We got ${JSON.stringify(form)} from form, and ${dump(reply)} from QueueMgr`;
 
@@ -210,10 +205,7 @@ export function queueRoutes(ctx: WebContext): Router {
     const queue = params(req)['queue'];
     if (!isPlainObject(queue)) throw webError('RQ_BAD_REQUEST', 'The form must send queue[name], queue[script] and queue[num_workers]');
     const refusal = createRefusalOf(queue);
-    if (refusal !== undefined) {
-      refuse(req, res, refusal);
-      return;
-    }
+    if (refusal !== undefined) throw webError('RQ_FORBIDDEN', refusal);
     const reply = await gw.mgr('create_queue', queue);
     const text = formFlash(queue, reply);
     const name = typeof queue['name'] === 'string' ? queue['name'] : '';
@@ -235,10 +227,7 @@ export function queueRoutes(ctx: WebContext): Router {
       throw e;
     }
     const refusal = linkRefusal(jsonPath, linked.file, createPolicy()) ?? (isPlainObject(linked.raw) ? createRefusalOf(linked.raw) : undefined);
-    if (refusal !== undefined) {
-      refuse(req, res, refusal);
-      return;
-    }
+    if (refusal !== undefined) throw webError('RQ_FORBIDDEN', refusal);
     // rq-mgr links the file read here (its real path), not what the path names by then.
     const reply = await gw.mgr('create_queue_link', linked.file);
     const text = formFlash(queue, reply);
@@ -369,9 +358,12 @@ export function queueRoutes(ctx: WebContext): Router {
     const q = gw.existing(String(req.params['name']));
     const given = params(req);
     const present = ADMIN_ACTIONS.filter((a) => given[a] !== undefined);
-    // RQ: the first present in this order; all four at once is no action.
-    const action = present.length === ADMIN_ACTIONS.length ? undefined : present[0];
-    if (action === undefined) throw webError('RQ_UPSTREAM', "Couldn't  queue. Internal error.");
+    // RQ took the first present in this order (all four: none) and answered none with a 500.
+    const action = present.length === 1 ? present[0] : undefined;
+    if (action === undefined) {
+      const got = present.length === 0 ? 'none' : present.join(', ');
+      throw webError('RQ_BAD_REQUEST', `Couldn't  queue. Send exactly one of ${ADMIN_ACTIONS.map((a) => `${a}=1`).join(', ')}; got ${got}.`);
+    }
     const reply = await gw.mgr(`${action}_queue`, q.name);
     if (!isOk(reply)) throw webError('RQ_UPSTREAM', `Couldn't ${action} queue. ${dump(reply)}.`);
     respond.redirect(req, res, respond.back(req), { notice: `Successfully ${PAST[action]} queue ${q.name}` });
