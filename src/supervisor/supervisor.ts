@@ -18,6 +18,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { coerceError } from '../domain/errors.js';
+import { isTooDeep } from '../domain/json-depth.js';
 import { isPlainObject } from '../domain/message.js';
 import { isNewRqQueueName, isProtocolQueueName, isValidQueueName } from '../domain/names.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../domain/queue-config.js';
@@ -309,7 +310,7 @@ export class Supervisor {
 
   private adminFlag(command: string, name: string): unknown {
     // this.queues holds valid names only, so no name from the socket reaches a path unchecked.
-    if (!this.queues.has(name)) return ['fail', 'invalid queue name'];
+    if (!this.queues.has(name)) return ['fail', 'invalid queue name', 'RQ_QUEUE_NOT_FOUND'];
     const q = queueLayout(this.o.root, name);
     try {
       if (command === 'down_queue') fs.writeFileSync(q.downFlag, '');
@@ -324,7 +325,7 @@ export class Supervisor {
 
   private async restartQueue(name: string): Promise<unknown> {
     const p = this.queues.get(name);
-    if (!p) return ['fail', 'no such queue'];
+    if (!p) return ['fail', 'no such queue', 'RQ_QUEUE_NOT_FOUND'];
     if (p.child) {
       const exited = p.exited;
       p.mark = 'SHUTDOWN';
@@ -344,7 +345,7 @@ export class Supervisor {
     } catch {
       return ['fail', 'queue not created'];
     }
-    if (!isPlainObject(raw)) return ['fail', 'queue not created'];
+    if (!isPlainObject(raw) || isTooDeep(raw)) return ['fail', 'queue not created'];
     const name = raw['name'];
     if (typeof name === 'string' && this.isTaken(name)) return ['fail', 'already created'];
     if (!isNewRqQueueName(name)) return ['fail', 'queue name has invalid characters'];
@@ -369,6 +370,7 @@ export class Supervisor {
       return unreadable(coerceError(e).message);
     }
     if (!isPlainObject(raw)) return unreadable('not a JSON object');
+    if (isTooDeep(raw)) return unreadable('nested too deep');
     const fail = validateLinkedConfig(raw);
     if (fail) return ['fail', fail];
     const name = raw['name'] as string;

@@ -57,11 +57,13 @@ export function allowedIps(config: MainConfig): RequestHandler {
   };
 }
 
-/** GET and POST only; a POST needs Content-Length and Content-Type (§4.4). */
+/** GET and POST only (RQ answered other methods 500; rq: 405); a POST needs Content-Length and Content-Type (§4.4). */
 export function methodsAndHeaders(): RequestHandler {
   return (req, res, next) => {
-    if (req.method !== 'GET' && req.method !== 'POST') sendHttpError(res, 500, 'Server Error');
-    else if (req.method === 'POST' && req.headers['content-length'] === undefined) sendHttpError(res, 400, 'Bad Request no content-length');
+    if (req.method !== 'GET' && req.method !== 'POST') {
+      res.setHeader('Allow', 'GET, POST');
+      sendHttpError(res, 405, 'Method Not Allowed');
+    } else if (req.method === 'POST' && req.headers['content-length'] === undefined) sendHttpError(res, 400, 'Bad Request no content-length');
     else if (req.method === 'POST' && req.headers['content-type'] === undefined) sendHttpError(res, 400, 'Bad Request no content-type');
     else next();
   };

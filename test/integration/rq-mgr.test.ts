@@ -198,6 +198,8 @@ describe('rq-mgr commands', () => {
     }
     expect(fs.readdirSync(path.join(t.root, 'queues'))).toEqual(['fresh']);
     expect(await t.mgr('create_queue', 'not json')).toEqual(['fail', 'queue not created']);
+    const deep = `${'['.repeat(5000)}${']'.repeat(5000)}`;
+    expect(await t.mgr('create_queue', `{"name":"deep","script":"./scripts/done.sh","num_workers":1,"env_vars":{"X":${deep}}}`)).toEqual(['fail', 'queue not created']);
     expect(await t.mgr('create_queue', JSON.stringify({ name: 'noscript', script: './nope.sh', num_workers: '1' }))).toEqual([
       'fail',
       'queue not created: script ./nope.sh does not exist or is not executable',
@@ -213,6 +215,8 @@ describe('rq-mgr commands', () => {
     };
     expect(await t.mgr('create_queue_link', write('x.json', '{'))).toEqual(['fail', expect.stringMatching(/^could not read queue config \[ x\.json \]: /)]);
     expect(await t.mgr('create_queue_link', write('x.json', { num_workers: 1 }))).toEqual(['fail', 'json config is missing name field']);
+    const deep = `${'['.repeat(5000)}${']'.repeat(5000)}`;
+    expect(await t.mgr('create_queue_link', write('x.json', `{"name":"deep","num_workers":1,"script":${deep}}`))).toEqual(['fail', 'could not read queue config [ x.json ]: nested too deep']);
     expect(await t.mgr('create_queue_link', write('x.json', { name: '' }))).toEqual(['fail', 'json config has invalid name (size)']);
     expect(await t.mgr('create_queue_link', write('x.json', { name: 'l', num_workers: '0' }))).toEqual(['fail', 'json config has invalid num_workers field (out of range 1..128)']);
     expect(await t.mgr('create_queue_link', write('x.json', { name: 'l', num_workers: 1 }))).toEqual(['fail', 'json config is missing script field']);
@@ -253,9 +257,9 @@ describe('rq-mgr commands', () => {
     expect(await t.mgr('resume_queue', 'q1')).toEqual(['ok', 'q1']);
     expect([flag('pause'), flag('down')]).toEqual([false, false]);
     expect(await t.rpc('q1', 'status', '')).toEqual(['UP']);
-    expect(await t.mgr('pause_queue', 'nope')).toEqual(['fail', 'invalid queue name']);
-    expect(await t.mgr('pause_queue', '../q1')).toEqual(['fail', 'invalid queue name']);
-    expect(await t.mgr('restart_queue', 'nope')).toEqual(['fail', 'no such queue']);
+    expect(await t.mgr('pause_queue', 'nope')).toEqual(['fail', 'invalid queue name', 'RQ_QUEUE_NOT_FOUND']);
+    expect(await t.mgr('pause_queue', '../q1')).toEqual(['fail', 'invalid queue name', 'RQ_QUEUE_NOT_FOUND']);
+    expect(await t.mgr('restart_queue', 'nope')).toEqual(['fail', 'no such queue', 'RQ_QUEUE_NOT_FOUND']);
   });
 
   it('deletes a queue by renaming it to <name>.deleted.<inode>, keeping its messages', async () => {

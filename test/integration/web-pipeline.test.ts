@@ -28,13 +28,14 @@ describe('HTTP layer', () => {
     expect(reply.match(/^HTTP\/1\.1 /gm)).toHaveLength(1);
   });
 
-  it('refuses methods other than GET and POST with 500, HEAD included', async () => {
+  it('refuses methods other than GET and POST with 405 and Allow (RQ: 500), HEAD included', async () => {
     for (const m of ['PUT', 'DELETE', 'HEAD', 'PATCH']) {
       const reply = await web().raw(`${m} / HTTP/1.1\r\nHost: x\r\n\r\n`);
-      expect(reply, m).toMatch(/^HTTP\/1\.1 500 /);
+      expect(reply, m).toMatch(/^HTTP\/1\.1 405 /);
+      expect(reply, m).toMatch(/^Allow: GET, POST\r$/im);
     }
     const reply = await web().raw('PUT / HTTP/1.1\r\nHost: x\r\n\r\n');
-    expect(reply).toContain('<title>500 Server Error</title>');
+    expect(reply).toContain('<title>405 Method Not Allowed</title>');
   });
 
   it('needs Content-Length and Content-Type on a POST', async () => {

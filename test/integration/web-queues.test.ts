@@ -462,6 +462,16 @@ describe('queue routes', () => {
       expect(await t().rpc('admin2', 'ping', '')).toEqual(['pong']);
       expect((await web().postForm('/q/nope/restart', { back: '/' })).status).toBe(404);
     });
+
+    it('a queue directory rq-mgr does not run yet (made by hand, no reload) is a 404 with rq-mgr’s reason, not a 500', async () => {
+      t().addQueue({ name: 'handmade', script: 'done.sh', num_workers: 0 });
+      const admin = await web().postForm('/q/handmade/adminoper', { pause: '1' });
+      expect(admin.status).toBe(404);
+      expect(await admin.text()).toContain('invalid queue name');
+      const restart = await web().postForm('/q/handmade/restart', { back: '/' });
+      expect(restart.status).toBe(404);
+      expect(await restart.text()).toContain('no such queue');
+    });
   });
 
   describe('search', () => {

@@ -36,7 +36,7 @@ import { param, params } from '../params.js';
 import { mgrPidOf } from '../pipeline.js';
 import { PROBE_TIMEOUT_MS, probeMgr, probeQueue, probeQueues, type QueueProbe } from '../queue-info.js';
 import { sendPage } from '../render.js';
-import { dump, webError } from '../web-errors.js';
+import { dump, refused, webError } from '../web-errors.js';
 
 /** Messages per page of the queue page. */
 const PAGE_SIZE = 50;
@@ -365,14 +365,14 @@ export function queueRoutes(ctx: WebContext): Router {
       throw webError('RQ_BAD_REQUEST', `Couldn't  queue. Send exactly one of ${ADMIN_ACTIONS.map((a) => `${a}=1`).join(', ')}; got ${got}.`);
     }
     const reply = await gw.mgr(`${action}_queue`, q.name);
-    if (!isOk(reply)) throw webError('RQ_UPSTREAM', `Couldn't ${action} queue. ${dump(reply)}.`);
+    if (!isOk(reply)) throw refused(`Couldn't ${action} queue.`, reply);
     respond.redirect(req, res, respond.back(req), { notice: `Successfully ${PAST[action]} queue ${q.name}` });
   });
 
   r.post('/q/:name/restart', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
     const reply = await gw.mgr('restart_queue', q.name);
-    if (!isOk(reply)) throw webError('RQ_UPSTREAM', `Couldn't restart queue. ${dump(reply)}.`);
+    if (!isOk(reply)) throw refused("Couldn't restart queue.", reply);
     respond.redirect(req, res, respond.back(req), { notice: `Successfully restarted queue ${q.name}` });
   });
 
