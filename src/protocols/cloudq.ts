@@ -14,10 +14,12 @@
  * 3. The queue name: `[A-Za-z0-9_.-]{1,255}` (§1), and also the shared protocol rule of
  *    names.ts (no leading dot, no `.deleted.<n>` suffix), so a Cloudq name is always
  *    an rq queue name; anything else is a 400 `invalid queue name`.
- * 4. Publish only: the body, at most 10 MiB (a 413 `job too large`), parsed as JSON
- *    whatever the content type says (curl's `-d` sends a form type), or, failing that and
- *    sent as `application/x-www-form-urlencoded`, as Rack-style nested keys with qs; then
- *    the job checks of §4.1 in the spec's order, the first failure a 400.
+ * 4. Publish only: the body, at most 10 MiB (a 413 `job too large`; a 503 `server busy,
+ *    try again later` with `Retry-After` when it does not fit in the web process's body
+ *    budget, lib/body-budget.ts), parsed as JSON whatever the content type says (curl's
+ *    `-d` sends a form type), or, failing that and sent as
+ *    `application/x-www-form-urlencoded`, as Rack-style nested keys with qs; then the job
+ *    checks of §4.1 in the spec's order, the first failure a 400.
  *
  * Stored form (§10): `src` = cloudq, `param1` = klass, `param2` = compact JSON of args
  * (for RQ scripts and the dashboard), `attach/payload` = the job object minus `id`, as
@@ -133,6 +135,7 @@ const EMPTY: Reply = { status: 200, body: { status: 'empty' } };
 const NOT_FOUND = refuse(404, 'not found');
 const INVALID_QUEUE = refuse(400, 'invalid queue name');
 const TOO_LARGE = refuse(413, 'job too large');
+const BUSY = refuse(503, 'server busy, try again later');
 const INTERNAL = refuse(500, 'internal error');
 
 /**
@@ -146,6 +149,7 @@ const REPLY_OF = {
   RQ_BAD_MESSAGE: refuse(400, 'invalid job'),
   RQ_BAD_REQUEST: refuse(400, 'invalid request'),
   RQ_TOO_LARGE: TOO_LARGE,
+  RQ_BUSY: BUSY,
   RQ_QUEUE_DOWN: refuse(503, 'queue is down'),
   RQ_NOT_PULL: refuse(409, 'queue runs a script; its jobs cannot be reserved'),
   RQ_DUPLICATE: refuse(409, 'job already exists'),
@@ -347,8 +351,9 @@ async function handle(cloudq: Cloudq, config: CloudqConfig, req: http.IncomingMe
     case 'bad-queue':
       return INVALID_QUEUE;
     case 'publish': {
-      const read = await readBody(req, BODY);
+      const read = await readBody(req, res, BODY);
       if (read.kind === 'too-large') return { ...TOO_LARGE, close: read.close };
+      if (read.kind === 'busy') return { ...BUSY, close: read.close };
       if (read.kind !== 'body') return null;
       return cloudq.publish(route.queue, parseBody(read.bytes, req.headers['content-type']));
     }

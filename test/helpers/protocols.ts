@@ -31,15 +31,15 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-/** `sections`: each protocol's keys besides `port` (which is chosen here). */
-export async function startProtocols(t: TestRoot, sections: ProtocolSections): Promise<Protocols> {
+/** `sections`: each protocol's keys besides `port` (which is chosen here); `env` is added to rq-mgr's environment. */
+export async function startProtocols(t: TestRoot, sections: ProtocolSections, env: Record<string, string> = {}): Promise<Protocols> {
   const port: Partial<Record<ProtocolName, number>> = {};
   const config: Record<string, unknown> = {};
   for (const [name, section] of Object.entries(sections) as Array<[ProtocolName, Record<string, unknown>]>) {
     port[name] = await freePort();
     config[name] = { ...section, port: port[name] };
   }
-  const web = await startWeb(t, { protocols: config });
+  const web = await startWeb(t, { protocols: config }, env);
   for (const [name, p] of Object.entries(port)) await waitFor(() => accepts(p), 10_000, `${name} to listen on ${p}`);
   const portOf = (name: ProtocolName): number => {
     const p = port[name];
