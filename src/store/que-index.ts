@@ -73,27 +73,39 @@ function pullOrder(msg: { priority?: unknown; rank?: unknown; sort_key?: unknown
 /** Most messages have no params: they share one array (100,000 entries stay small). */
 const NO_PARAMS: readonly unknown[] = Object.freeze([null, null, null, null]);
 
+/** The SHA-256 (hex) of the texts, one after the other. */
+function sha256(...texts: string[]): string {
+  const hash = crypto.createHash('sha256');
+  for (const text of texts) hash.update(text);
+  return hash.digest('hex');
+}
+
 /**
  * A param as memory keeps it: itself, or a BigParam when its JSON text is too long. The
  * digest is of the JSON text, but a string's is of the string itself after an `s`, so
- * that a big string is not copied into its JSON text only to be hashed (and a string
- * whose text is the JSON text of another value gets another digest, as in paramKey).
+ * that a big string is not copied into its JSON text only to be hashed (no JSON text
+ * starts with `s`, so a string never gets the digest of another value).
  */
 function indexedParam(p: unknown): unknown {
   if (p === null || p instanceof BigParam || typeof p === 'number' || typeof p === 'boolean') return p;
-  const sha = (): crypto.Hash => crypto.createHash('sha256');
   if (typeof p === 'string') {
-    // The JSON text of a string has its quotes, and at most 6 characters per character.
+    // Its JSON text has its quotes, and 1 to 6 characters per character.
     if (p.length * 6 + 2 <= MAX_INDEXED_PARAM_CHARS) return p;
-    if (p.length + 2 > MAX_INDEXED_PARAM_CHARS) return new BigParam(sha().update('s').update(p).digest('hex'));
+    if (p.length + 2 <= MAX_INDEXED_PARAM_CHARS && JSON.stringify(p).length <= MAX_INDEXED_PARAM_CHARS) return p;
+    return new BigParam(sha256('s', p));
   }
   const text = JSON.stringify(p);
-  if (text.length <= MAX_INDEXED_PARAM_CHARS) return p;
-  return new BigParam(typeof p === 'string' ? sha().update('s').update(p).digest('hex') : sha().update(text).digest('hex'));
+  return text.length <= MAX_INDEXED_PARAM_CHARS ? p : new BigParam(sha256(text));
 }
 
 function compactParams(params: readonly unknown[]): readonly unknown[] {
-  return params.every((p) => p === null) ? NO_PARAMS : params.map(indexedParam);
+  if (params.every((p) => p === null)) return NO_PARAMS;
+  let indexed: unknown[] | undefined;
+  for (const [i, p] of params.entries()) {
+    const kept = indexedParam(p);
+    if (kept !== p) (indexed ??= [...params])[i] = kept;
+  }
+  return indexed ?? params;
 }
 
 /** The params of a journal line (see the file comment), or undefined when they are not there. */
