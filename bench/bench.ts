@@ -33,6 +33,10 @@
  *     workers through the lmstfy front door, and publish → consume latency.
  *  6. The Workq front door over TCP (workq-figures.ts): add+lease+complete per second
  *     with 16 connections, and the `run` round trip p50/p99.
+ *  7. Memory (RSS from /proc/<pid>/status): a queue process with 1,000 waiting messages
+ *     whose param1 is 1 MiB, against one with as many waiting without params; and four
+ *     concurrent 60 MiB form posts through the web: the web's peak, and the queue
+ *     process's peak and what it keeps after, against each one's RSS before them.
  *
  * Plan (ARCHITECTURE.md, "Facts measured on these machines"): ext4 here has no journal
  * and creates files much more slowly for minutes after many directories are deleted, so
@@ -81,6 +85,15 @@ const LATENCY_WARMUP = 20;
 const BIG_QUEUE = scale(100_000);
 const DRAIN_WINDOW = scale(500);
 const DRAIN_REPS = 4;
+/** Figure 7: waiting messages with a big param, its size, and the goal above the same queue without params. */
+const BIG_PARAM_MSGS = scale(1_000);
+const BIG_PARAM_BYTES = 1024 * 1024;
+const BIG_PARAMS_GOAL_MB = 100;
+/** Figure 7: concurrent posts of a 60 MiB form body each. */
+const BIG_BODIES = 4;
+const BIG_BODY_BYTES = 60 * 1024 * 1024;
+/** Figure 7: how long after those posts the queue process's RSS is read. */
+const AFTER_BODIES_MS = 15_000;
 /** ARCHITECTURE.md: a sequential durable create runs at about 2,100/s on these machines. */
 const ARCH_BARE_CREATES = 2_100;
 /**
@@ -150,9 +163,10 @@ function dropCaches(): boolean {
   }
 }
 
-function rssMb(pid: number): number {
-  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no VmRSS for pid ${pid}`);
+/** A process's resident memory now (`VmRSS`), or at its peak so far (`VmHWM`), in MB. */
+function rssMb(pid: number, which: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
+  const m = new RegExp(`^${which}:\\s+(\\d+)\\s+kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`no ${which} for pid ${pid}`);
   return Number(m[1]) / 1024;
 }
 
@@ -369,9 +383,9 @@ class BenchQueue {
     return rpcCall(this.layout.socket, command, JSON.stringify(arg));
   }
 
-  /** create_message; returns the short id. */
-  async create(): Promise<string> {
-    const reply = await this.rpc('create_message', { dest: this.name });
+  /** create_message (with `fields` besides `dest`); returns the short id. */
+  async create(fields: object = {}): Promise<string> {
+    const reply = await this.rpc('create_message', { dest: this.name, ...fields });
     if (!isOk(reply) || typeof reply[1] !== 'string') {
       throw new Error(`create_message failed: ${JSON.stringify(reply)}`);
     }
@@ -958,21 +972,30 @@ async function timeGets(url: string, reps: number): Promise<{ p50: number; max: 
   return { p50: percentile(times, 50), max: times[times.length - 1]! };
 }
 
+/** A web process on a bench queue's root (see startWebOn). */
+interface BenchWeb {
+  base: string;
+  pid: number;
+  stop(): void;
+}
+
 /**
- * 4d/4e: the web process on the big queue's root. The web answers only while
+ * The web process on a bench queue's root. The web answers only while
  * config/queuemgr.pid names a live rq-mgr; the queue here is the bench's own process, so
  * a stand-in holds the pid file: a sleeping node whose command line says rq-mgr, which is
- * all livePid checks (pid-file.ts). The pages measured ask only the queue.
+ * all livePid checks (pid-file.ts). The routes measured ask only the queue.
  */
-async function figureWebPages(big: BenchQueue, waiting: number): Promise<void> {
-  const size = int(waiting);
+async function startWebOn(q: BenchQueue): Promise<BenchWeb> {
   const standIn = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)', 'rq-mgr'], { stdio: 'ignore' });
-  fs.writeFileSync(rootLayout(big.root).mgrPidFile, `${standIn.pid}\n`);
+  fs.writeFileSync(rootLayout(q.root).mgrPidFile, `${standIn.pid}\n`);
   const port = await freePort();
-  writeMainConfig(big.root, port);
+  writeMainConfig(q.root, port);
   // As rq-mgr does: an IPC channel, on which the web says when it listens.
-  const web = spawn(process.execPath, [WEB_MAIN], { env: { ...process.env, RQ_ROOT: big.root }, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
-  const base = `http://127.0.0.1:${port}`;
+  const web = spawn(process.execPath, [WEB_MAIN], { env: { ...process.env, RQ_ROOT: q.root }, stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+  const stop = (): void => {
+    web.kill('SIGKILL');
+    standIn.kill('SIGKILL');
+  };
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('the web process did not listen within 10 s')), 10_000);
@@ -985,6 +1008,19 @@ async function figureWebPages(big: BenchQueue, waiting: number): Promise<void> {
         reject(new Error(`the web process exited (${code}) before it listened`));
       });
     });
+  } catch (e) {
+    stop();
+    throw e;
+  }
+  return { base: `http://127.0.0.1:${port}`, pid: web.pid!, stop };
+}
+
+/** 4d/4e: the web process on the big queue's root, its queue page and search. */
+async function figureWebPages(big: BenchQueue, waiting: number): Promise<void> {
+  const size = int(waiting);
+  const web = await startWebOn(big);
+  const { base } = web;
+  try {
     const bare = await timeGets(`${base}/css/rq.css`, WEB_PAGE_REPS);
     const lastPage = Math.max(1, Math.ceil(waiting / 50));
     const pages = [1, Math.ceil(lastPage / 2), lastPage];
@@ -1011,8 +1047,87 @@ async function figureWebPages(big: BenchQueue, waiting: number): Promise<void> {
       verdict: '',
     });
   } finally {
-    web.kill('SIGKILL');
-    standIn.kill('SIGKILL');
+    web.stop();
+  }
+}
+
+/**
+ * 7. Memory. (a) A queue process with BIG_PARAM_MSGS waiting messages whose param1 is
+ * 1 MiB, just filled and after a kill -9 and restart, against a queue process with as
+ * many waiting messages without params (same run). (b) BIG_BODIES concurrent form posts
+ * of 60 MiB each to `new_message` through the web: the web process's peak RSS (VmHWM)
+ * against its RSS before them, with what each post was answered; and the queue
+ * process's peak and its RSS 15 s after, against its RSS before them.
+ */
+async function figureMemory(): Promise<void> {
+  const n = int(BIG_PARAM_MSGS);
+  say(`\n[7] memory: ${n} waiting messages with a 1 MiB param1; ${BIG_BODIES} concurrent 60 MiB bodies through the web`);
+  const rssOf = async (label: string, fields: object): Promise<{ filled: number; restarted: number }> => {
+    const q = new BenchQueue(label, { workers: 1, script: 'noop.sh', paused: true });
+    await q.start();
+    await runConcurrent(BIG_PARAM_MSGS, 4, async () => void (await q.create(fields)));
+    await sleep(1_000);
+    const filled = rssMb(q.pid);
+    await q.kill9();
+    await q.start(120_000);
+    const c = await q.waitCounts((counts) => counts.que === BIG_PARAM_MSGS, 100);
+    await sleep(1_000);
+    const restarted = rssMb(q.pid);
+    if (c.que !== BIG_PARAM_MSGS) notes.push(`7a. ${label}: ${BIG_PARAM_MSGS} created, que = ${c.que} after the restart`);
+    await q.stop();
+    return { filled, restarted };
+  };
+  const plain = await rssOf('mem-plain', {});
+  show(`${n} waiting, no params`, `${plain.filled.toFixed(1)} MB filled, ${plain.restarted.toFixed(1)} MB restarted`);
+  const big = await rssOf('mem-params', { param1: 'x'.repeat(BIG_PARAM_BYTES) });
+  show(`${n} waiting, 1 MiB param1 each`, `${big.filled.toFixed(1)} MB filled, ${big.restarted.toFixed(1)} MB restarted`);
+  const limit = Math.max(plain.filled, plain.restarted);
+  const measured = Math.max(big.filled, big.restarted);
+  rows.push({
+    figure: `7a. queue RSS, ${n} waiting with 1 MiB params`,
+    measured: `${measured.toFixed(1)} MB (filled ${big.filled.toFixed(1)}, restarted ${big.restarted.toFixed(1)})`,
+    limit: `${n} waiting, no params: ${limit.toFixed(1)} MB`,
+    goal: `<= limit + ${BIG_PARAMS_GOAL_MB} MB`,
+    verdict: verdict(measured <= limit + BIG_PARAMS_GOAL_MB),
+  });
+
+  const q = new BenchQueue('mem-web', { workers: 1, script: 'noop.sh', paused: true });
+  await q.start();
+  const web = await startWebOn(q);
+  try {
+    const [webBefore, queueBefore] = [rssMb(web.pid), rssMb(q.pid)];
+    const mesg = JSON.stringify({ dest: q.name, param1: 'x'.repeat(BIG_BODY_BYTES - 100) });
+    const body = `x_format=json&mesg=${encodeURIComponent(mesg)}`;
+    const post = async (): Promise<number> => {
+      const res = await fetch(`${web.base}/q/${q.name}/new_message`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    const statuses = await Promise.all(Array.from({ length: BIG_BODIES }, post));
+    // V8 gives back a heap that has shrunk some seconds after the work (its memory reducer), not at once.
+    await sleep(AFTER_BODIES_MS);
+    const webPeak = rssMb(web.pid, 'VmHWM');
+    const [queuePeak, queueAfter] = [rssMb(q.pid, 'VmHWM'), rssMb(q.pid)];
+    const answered = [...new Set(statuses)].sort().map((st) => `${statuses.filter((x) => x === st).length} x ${st}`).join(', ');
+    show(`web, ${BIG_BODIES} x 60 MiB posts (${answered})`, `peak ${webPeak.toFixed(1)} MB, ${webBefore.toFixed(1)} MB before`);
+    show('queue, after those posts', `peak ${queuePeak.toFixed(1)} MB, ${queueAfter.toFixed(1)} MB ${secs(AFTER_BODIES_MS)} after, ${queueBefore.toFixed(1)} MB before`);
+    rows.push({
+      figure: `7b. web peak RSS, ${BIG_BODIES} x 60 MiB posts`,
+      measured: `${webPeak.toFixed(1)} MB (answers: ${answered})`,
+      limit: `web before them: ${webBefore.toFixed(1)} MB`,
+      goal: '(info)',
+      verdict: '-',
+    });
+    rows.push({
+      figure: '7c. queue RSS after those posts',
+      measured: `${queueAfter.toFixed(1)} MB ${secs(AFTER_BODIES_MS)} after (peak ${queuePeak.toFixed(1)} MB)`,
+      limit: `queue before them: ${queueBefore.toFixed(1)} MB`,
+      goal: '(info)',
+      verdict: '-',
+    });
+  } finally {
+    web.stop();
+    await q.stop();
   }
 }
 
@@ -1121,6 +1236,7 @@ async function main(): Promise<void> {
     ['4. 100k waiting', figureBigQueue],
     ['5. pull model', () => figurePull(pullHelpers)],
     ['6. workq', () => figureWorkq(pullHelpers)],
+    ['7. memory', figureMemory],
   ];
   const figures = other === undefined ? allFigures.filter(([name]) => only === undefined || name.startsWith(only)) : [['duel', () => duel(path.resolve(other))] as const];
   try {

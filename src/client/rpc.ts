@@ -13,43 +13,57 @@ const HEADER_LEN = 13;
 /** The length field has 8 digits. */
 export const MAX_PAYLOAD = 99_999_999;
 
-export function encodePacket(payload: string): Buffer {
-  const body = Buffer.from(payload, 'utf8');
-  if (body.length > MAX_PAYLOAD) throw new RangeError(`RPC payload of ${body.length} bytes is over ${MAX_PAYLOAD}`);
-  return Buffer.concat([Buffer.from(`${MAGIC}${String(body.length).padStart(8, '0')} `), body]);
+/**
+ * The packet of the payload made of `parts`, each written as UTF-8 straight into the one
+ * buffer: a request of many megabytes is not first copied into a joined string, nor its
+ * bytes into a second buffer behind the header.
+ */
+export function encodePacket(...parts: string[]): Buffer {
+  let length = 0;
+  for (const part of parts) length += Buffer.byteLength(part, 'utf8');
+  if (length > MAX_PAYLOAD) throw new RangeError(`RPC payload of ${length} bytes is over ${MAX_PAYLOAD}`);
+  const packet = Buffer.allocUnsafe(HEADER_LEN + length);
+  let at = packet.write(`${MAGIC}${String(length).padStart(8, '0')} `, 'latin1');
+  for (const part of parts) at += packet.write(part, at, 'utf8');
+  return packet;
 }
 
 export type PacketResult = { type: 'packet'; payload: string } | { type: 'partial' } | { type: 'bad'; reason: string };
 
 /**
- * The bytes of one packet as they arrive: chunks are kept as they come and joined only
- * once the packet is whole (or at the end), so a packet of many megabytes costs one copy,
- * not one per chunk.
+ * The bytes of one packet as they arrive. Once the header is whole, the packet gets one
+ * buffer of its announced size and every chunk is copied into it as it comes, so a packet
+ * of many megabytes costs that one buffer: the chunks are not kept until the end to be
+ * joined (they would then be in memory twice, and the allocator keeps the space of many
+ * small chunks long after they are freed).
  */
 class PacketBuffer {
-  private chunks: Buffer[] = [];
-  private length = 0;
-  /** The packet's whole size once its header has been read. */
-  private wanted: number | undefined;
+  /** The bytes before the header is whole. */
+  private head: Buffer = Buffer.alloc(0);
+  /** The whole packet's buffer once the header has been read, filled up to `filled`. */
+  private packet: Buffer | undefined;
+  private filled = 0;
 
   push(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    this.length += chunk.length;
+    if (this.packet) {
+      this.filled += chunk.copy(this.packet, this.filled);
+      return;
+    }
+    this.head = Buffer.concat([this.head, chunk]);
+    if (this.head.length < HEADER_LEN) return;
+    const header = this.head.subarray(0, HEADER_LEN).toString('latin1');
+    // A bad header is left in `head` for decodePacket to name.
+    if (!/^rq1 \d{8} $/.test(header)) return;
+    this.packet = Buffer.allocUnsafe(HEADER_LEN + Number(header.slice(4, 12)));
+    this.filled = this.head.copy(this.packet);
+    this.head = Buffer.alloc(0);
   }
 
   /** A packet, `partial` while more bytes are needed, or `bad`. */
   decode(atEof: boolean): PacketResult {
-    if (this.wanted === undefined && this.length >= HEADER_LEN) {
-      const head = this.joined().subarray(0, HEADER_LEN).toString('latin1');
-      if (/^rq1 \d{8} $/.test(head)) this.wanted = HEADER_LEN + Number(head.slice(4, 12));
-    }
-    if (!atEof && this.wanted !== undefined && this.length < this.wanted) return { type: 'partial' };
-    return decodePacket(this.joined(), atEof);
-  }
-
-  private joined(): Buffer {
-    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks)];
-    return this.chunks[0] ?? Buffer.alloc(0);
+    if (!this.packet) return decodePacket(this.head, atEof);
+    if (!atEof && this.filled < this.packet.length) return { type: 'partial' };
+    return decodePacket(this.packet.subarray(0, this.filled), atEof);
   }
 }
 
@@ -87,7 +101,7 @@ export function isOk(reply: unknown): reply is ['ok', unknown] {
 export function rpcCall(socketPath: string, command: string, argument = '', timeoutMs = 30_000, signal?: AbortSignal): Promise<unknown> {
   let packet: Buffer;
   try {
-    packet = encodePacket(`${command} ${argument}`);
+    packet = encodePacket(command, ' ', argument);
   } catch (e) {
     // Over the 8-digit length field (spec/rq.md §10.3): the caller's input is too large.
     return Promise.reject(new RqError('RQ_TOO_LARGE', `The ${command} request is too large for the queue socket: ${coerceError(e).message}`));

@@ -21,11 +21,13 @@
  * 4. The queue must be open to this door (door-access.ts): one in a token-protected
  *    lmstfy namespace that `queues` does not list is a 403 `queue belongs to a protected
  *    lmstfy namespace`, for every route, before the body is read or the queue is made.
- * 5. Publish only: the body, at most 10 MiB (a 413 `job too large`), parsed as JSON
- *    whatever the content type says (curl's `-d` sends a form type), or, failing that and
- *    sent as `application/x-www-form-urlencoded`, as Rack-style nested keys with qs; then
- *    the job checks of §4.1 in the spec's order, the first failure a 400 (before them, a
- *    body nested deeper than MAX_JSON_DEPTH arrays and objects is a 400 too).
+ * 5. Publish only: the body, at most 10 MiB (a 413 `job too large`; a 503 `server busy,
+ *    try again later` with `Retry-After` when it does not fit in the web process's body
+ *    budget, lib/body-budget.ts), parsed as JSON whatever the content type says (curl's
+ *    `-d` sends a form type), or, failing that and sent as
+ *    `application/x-www-form-urlencoded`, as Rack-style nested keys with qs; then the job
+ *    checks of §4.1 in the spec's order, the first failure a 400 (before them, a body
+ *    nested deeper than MAX_JSON_DEPTH arrays and objects is a 400 too).
  *
  * Stored form (§10): `src` = cloudq, `param1` = klass, `param2` = compact JSON of args
  * (for RQ scripts and the dashboard), `attach/payload` = the job object minus `id`, as
@@ -149,6 +151,7 @@ const NOT_FOUND = refuse(404, 'not found');
 const INVALID_QUEUE = refuse(400, 'invalid queue name');
 const CLOSED_QUEUE = refuse(403, 'queue belongs to a protected lmstfy namespace');
 const TOO_LARGE = refuse(413, 'job too large');
+const BUSY = refuse(503, 'server busy, try again later');
 const INTERNAL = refuse(500, 'internal error');
 
 /**
@@ -162,6 +165,7 @@ const REPLY_OF = {
   RQ_BAD_MESSAGE: refuse(400, 'invalid job'),
   RQ_BAD_REQUEST: refuse(400, 'invalid request'),
   RQ_TOO_LARGE: TOO_LARGE,
+  RQ_BUSY: BUSY,
   RQ_QUEUE_DOWN: refuse(503, 'queue is down'),
   RQ_NOT_PULL: refuse(409, 'queue runs a script; its jobs cannot be reserved'),
   RQ_DUPLICATE: refuse(409, 'job already exists'),
@@ -371,8 +375,9 @@ async function handle(cloudq: Cloudq, config: CloudqConfig, req: http.IncomingMe
     case 'bad-queue':
       return INVALID_QUEUE;
     case 'publish': {
-      const read = await readBody(req, BODY);
+      const read = await readBody(req, res, BODY);
       if (read.kind === 'too-large') return { ...TOO_LARGE, close: read.close };
+      if (read.kind === 'busy') return { ...BUSY, close: read.close };
       if (read.kind !== 'body') return null;
       return cloudq.publish(route.queue, parseBody(read.bytes, req.headers['content-type']));
     }

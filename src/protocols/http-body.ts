@@ -3,10 +3,15 @@
  * RQMS). This module owns the counting against the limit (the declared Content-Length
  * and the bytes as they come), what becomes of a body over it (how much of the rest is
  * still read and dropped, and whether the connection must close after the refusal), and
- * telling a body that ended from a request that failed or closed first. It sends
- * nothing: each door turns the outcome into its own reply (status, words, headers).
+ * telling a body that ended from a request that failed or closed first. It also holds
+ * the body's bytes in the web process's body budget (lib/body-budget.ts) until the
+ * response is over; a body that does not fit is refused as `busy`, as one over the limit
+ * is (the same reading and dropping, and closing), with `Retry-After` set on the
+ * response. It sends nothing: each door turns the outcome into its own reply (status,
+ * words, headers).
  */
 import type http from 'node:http';
+import { BUSY_RETRY_AFTER_S, bodyBudget } from '../lib/body-budget.js';
 
 export interface BodyLimit {
   /** The most bytes a body may have. */
@@ -29,22 +34,45 @@ export interface BodyLimit {
 
 export type BodyRead =
   | { kind: 'body'; bytes: Buffer }
-  /** Over the limit; `close`: the reply must close the connection. */
-  | { kind: 'too-large'; close: boolean }
+  /**
+   * Over the limit (`too-large`), or not within the body budget (`busy`, with
+   * `Retry-After` set on the response); `close`: the reply must close the connection.
+   */
+  | { kind: 'too-large' | 'busy'; close: boolean }
   /** The request emitted 'error' before its end. */
   | { kind: 'failed'; error: unknown }
   /** The request closed before its end; `received`: the body when all of it (within `max`) had come by then (`req.complete`). */
   | { kind: 'closed'; received: Buffer | undefined };
 
-/** Read the body of `req` within `limit` (see BodyLimit for what happens past it). */
-export function readBody(req: http.IncomingMessage, limit: BodyLimit): Promise<BodyRead> {
+/**
+ * Read the body of `req` within `limit` (see BodyLimit for what happens past it), its
+ * bytes held in the body budget for `res`, the response to `req`: the declared length up
+ * front, else each chunk as it comes (never more than `max`, what is kept).
+ */
+export function readBody(req: http.IncomingMessage, res: http.ServerResponse, limit: BodyLimit): Promise<BodyRead> {
   const { max, over, onChunk } = limit;
-  const drainUpTo = typeof over === 'object' ? over.drainUpTo : max;
-  const tooLarge: BodyRead = { kind: 'too-large', close: over !== 'leave-to-node' };
+  const drains = typeof over === 'object';
+  const drainUpTo = drains ? over.drainUpTo : max;
+  const close = over !== 'leave-to-node';
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > drainUpTo) {
+  const known = Number.isFinite(declared);
+  if (known && declared > drainUpTo) {
     if (over === 'drop-and-close') req.resume();
-    return Promise.resolve(tooLarge);
+    return Promise.resolve({ kind: 'too-large', close });
+  }
+  /** Why the body is refused, once it is. */
+  let refused: 'too-large' | 'busy' | undefined;
+  const refuse = (why: 'too-large' | 'busy'): void => {
+    refused = why;
+    if (why === 'busy' && !res.headersSent) res.setHeader('Retry-After', String(BUSY_RETRY_AFTER_S));
+    bodyBudget.letGo(res);
+  };
+  // A body declared over `max` is too large whatever the budget, and never held.
+  if (known && declared > max) refuse('too-large');
+  else if (known && !bodyBudget.hold(res, declared)) refuse('busy');
+  if (refused !== undefined && !drains) {
+    if (over === 'drop-and-close') req.resume();
+    return Promise.resolve({ kind: refused, close });
   }
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
@@ -55,21 +83,28 @@ export function readBody(req: http.IncomingMessage, limit: BodyLimit): Promise<B
       settled = true;
       // The stream keeps flowing without this listener: what still comes is dropped.
       req.removeListener('data', onData);
+      if (r.kind !== 'body') bodyBudget.letGo(res);
       resolve(r);
     };
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
-      if (size <= max) {
+      if (refused === undefined && size > max) refuse('too-large');
+      else if (refused === undefined && !known && !bodyBudget.hold(res, chunk.length)) refuse('busy');
+      if (refused === undefined) {
         chunks.push(chunk);
         onChunk?.();
-      } else if (size > drainUpTo) {
-        if (typeof over === 'object') req.pause();
-        settle(tooLarge);
-      } else chunks.length = 0;
+        return;
+      }
+      chunks.length = 0;
+      if (!drains) settle({ kind: refused, close });
+      else if (size > drainUpTo) {
+        req.pause();
+        settle({ kind: refused, close: true });
+      }
     };
     req.on('data', onData);
-    req.once('end', () => settle(size > max ? { kind: 'too-large', close: false } : { kind: 'body', bytes: Buffer.concat(chunks) }));
+    req.once('end', () => settle(refused ? { kind: refused, close: false } : { kind: 'body', bytes: Buffer.concat(chunks) }));
     req.once('error', (error: unknown) => settle({ kind: 'failed', error }));
-    req.once('close', () => settle({ kind: 'closed', received: req.complete && size <= max ? Buffer.concat(chunks) : undefined }));
+    req.once('close', () => settle({ kind: 'closed', received: req.complete && refused === undefined ? Buffer.concat(chunks) : undefined }));
   });
 }

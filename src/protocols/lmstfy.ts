@@ -182,7 +182,7 @@ class LmstfyDoor {
     const url = new URL(req.url ?? '/', 'http://lmstfy.invalid');
     const segs = url.pathname.split('/').slice(1).map(decodeSegment);
     if (segs[0] === 'api') return this.api(req, res, segs.slice(1), url.searchParams);
-    return this.admin(req, segs, url.searchParams);
+    return this.admin(req, res, segs, url.searchParams);
   }
 
   // ---- /api (§4) ----------------------------------------------------------------
@@ -210,18 +210,18 @@ class LmstfyDoor {
     const m = req.method;
     const rq = rqQueue(ns, q);
     if (segs.length === 2) {
-      if (m === 'PUT') return { handle: () => this.publish(req, ns, q, query) };
+      if (m === 'PUT') return { handle: () => this.publish(req, res, ns, q, query) };
       if (m === 'GET') return { isConsume: true, handle: () => this.consume(res, ns, q, query) };
       if (m === 'DELETE') return { handle: () => this.destroy(rq) };
     } else if (segs.length === 3) {
-      if (a === 'bulk' && m === 'PUT') return { handle: () => this.bulkPublish(req, ns, q, query) };
+      if (a === 'bulk' && m === 'PUT') return { handle: () => this.bulkPublish(req, res, ns, q, query) };
       if (a === 'peek' && m === 'GET') return { handle: () => this.peekHead(ns, q) };
       if (a === 'size' && m === 'GET') return { isPublic: true, handle: () => this.size(ns, q) };
       if (a === 'deadletter' && m === 'GET') return { handle: () => this.deadLetterInfo(ns, q) };
       if (a === 'deadletter' && m === 'PUT') return { handle: () => this.respawn(rq, query) };
       if (a === 'deadletter' && m === 'DELETE') return { handle: () => this.deleteDead(rq, query) };
     } else if (segs.length === 4 && b !== undefined) {
-      if (a === 'job' && m === 'PUT') return { handle: () => this.republish(req, ns, q, b, query) };
+      if (a === 'job' && m === 'PUT') return { handle: () => this.republish(req, res, ns, q, b, query) };
       if (a === 'job' && m === 'GET') return { handle: () => this.peekJob(ns, q, b) };
       if (a === 'job' && m === 'DELETE') return { handle: () => this.ack(rq, b) };
       if (a === 'deadletter' && b === 'size' && m === 'GET') return { isPublic: true, handle: () => this.deadLetterSize(ns, q) };
@@ -230,16 +230,16 @@ class LmstfyDoor {
   }
 
   /** §4.1 `PUT /api/:ns/:q?delay&ttl&tries`: publish the body as one job. */
-  private async publish(req: http.IncomingMessage, ns: string, q: string, query: URLSearchParams): Promise<Reply> {
-    const job = await this.readJob(req, query);
+  private async publish(req: http.IncomingMessage, res: http.ServerResponse, ns: string, q: string, query: URLSearchParams): Promise<Reply> {
+    const job = await this.readJob(req, res, query);
     if (isReply(job)) return job;
     const jobId = await this.publishOne(rqQueue(ns, q), job.body, job.query);
     return { status: 201, body: { msg: 'published', job_id: jobId } };
   }
 
   /** §4.2 `PUT /api/:ns/:q/job/:id`: every check first, then acknowledge the old job and publish the body as a new one. */
-  private async republish(req: http.IncomingMessage, ns: string, q: string, oldId: string, query: URLSearchParams): Promise<Reply> {
-    const job = await this.readJob(req, query);
+  private async republish(req: http.IncomingMessage, res: http.ServerResponse, ns: string, q: string, oldId: string, query: URLSearchParams): Promise<Reply> {
+    const job = await this.readJob(req, res, query);
     if (isReply(job)) return job;
     const rq = rqQueue(ns, q);
     await this.ackQuietly(rq, oldId);
@@ -248,18 +248,18 @@ class LmstfyDoor {
   }
 
   /** The query and body checks of §4.1, in order. */
-  private async readJob(req: http.IncomingMessage, query: URLSearchParams): Promise<{ query: PublishQuery; body: Buffer } | Reply> {
+  private async readJob(req: http.IncomingMessage, res: http.ServerResponse, query: URLSearchParams): Promise<{ query: PublishQuery; body: Buffer } | Reply> {
     const parsed = parsePublishQuery(query);
     if (isReply(parsed)) return parsed;
-    const body = await readBytes(req, LIMITS.jobBytes);
+    const body = await readBytes(req, res, LIMITS.jobBytes);
     return isReply(body) ? body : { query: parsed, body };
   }
 
   /** §4.3 `PUT /api/:ns/:q/bulk`: each element's raw JSON text is a job, published in order. */
-  private async bulkPublish(req: http.IncomingMessage, ns: string, q: string, query: URLSearchParams): Promise<Reply> {
+  private async bulkPublish(req: http.IncomingMessage, res: http.ServerResponse, ns: string, q: string, query: URLSearchParams): Promise<Reply> {
     const parsed = parsePublishQuery(query);
     if (isReply(parsed)) return parsed;
-    const body = await readBytes(req, BULK_BODY_BYTES);
+    const body = await readBytes(req, res, BULK_BODY_BYTES);
     if (isReply(body)) return body;
     const jobs = splitJsonArray(body);
     if (!jobs) return fail(400, 'request body should be an array of objects');
@@ -403,7 +403,7 @@ class LmstfyDoor {
 
   // ---- admin (§6) ---------------------------------------------------------------
 
-  private async admin(req: http.IncomingMessage, segs: string[], query: URLSearchParams): Promise<Reply> {
+  private async admin(req: http.IncomingMessage, res: http.ServerResponse, segs: string[], query: URLSearchParams): Promise<Reply> {
     const m = req.method;
     const [first, ns, token] = segs;
     if (segs.length === 1 && m === 'GET') {
@@ -418,7 +418,7 @@ class LmstfyDoor {
     if (!isCreate && !isList && !isDelete) return NOT_FOUND;
     const refused = this.adminRefusal(req);
     if (refused) return refused;
-    if (isCreate) return this.mintToken(req, ns, query);
+    if (isCreate) return this.mintToken(req, res, ns, query);
     const nsProblem = adminNamespaceProblem(ns);
     if (nsProblem) return nsProblem;
     if (isList) return { status: 200, body: { tokens: this.tokens.list(ns) } };
@@ -429,8 +429,8 @@ class LmstfyDoor {
   }
 
   /** `POST /token/:ns` with `description`, optional `token` (custom, ≥ 20 characters) and `pool`, from the form or the query. */
-  private async mintToken(req: http.IncomingMessage, ns: string, query: URLSearchParams): Promise<Reply> {
-    const form = await readForm(req);
+  private async mintToken(req: http.IncomingMessage, res: http.ServerResponse, ns: string, query: URLSearchParams): Promise<Reply> {
+    const form = await readForm(req, res);
     if (isReply(form)) return form;
     const field = (key: string): string => form.get(key) || query.get(key) || '';
     const description = field('description');
@@ -512,22 +512,26 @@ function headerText(v: string | string[] | undefined): string {
 }
 
 /**
- * A request body of at most `max` bytes, or its refusal: a longer one is a 413 that
- * closes the connection (the rest is read and dropped meanwhile), one cut short a 400.
+ * A request body of at most `max` bytes, or its refusal: a longer one is a 413, and one
+ * that does not fit in the body budget (lib/body-budget.ts) a 503 with `Retry-After`,
+ * that close the connection (the rest is read and dropped meanwhile); one cut short is a 400.
  */
-async function readBytes(req: http.IncomingMessage, max: number): Promise<Buffer | Reply> {
-  const read = await readBody(req, { max, over: 'drop-and-close' });
+async function readBytes(req: http.IncomingMessage, res: http.ServerResponse, max: number): Promise<Buffer | Reply> {
+  const read = await readBody(req, res, { max, over: 'drop-and-close' });
   if (read.kind === 'body') return read.bytes;
   if (read.kind === 'closed' && read.received) return read.received;
-  if (read.kind === 'too-large') return { ...fail(413, 'body too large'), close: read.close };
+  if (read.kind === 'too-large' || read.kind === 'busy') {
+    const { status, error } = ERROR_REPLIES[read.kind === 'busy' ? 'RQ_BUSY' : 'RQ_TOO_LARGE'];
+    return { ...fail(status, error), close: read.close };
+  }
   return fail(400, 'failed to read body');
 }
 
 /** An admin form body (application/x-www-form-urlencoded); empty for any other type. */
-async function readForm(req: http.IncomingMessage): Promise<URLSearchParams | Reply> {
+async function readForm(req: http.IncomingMessage, res: http.ServerResponse): Promise<URLSearchParams | Reply> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/x-www-form-urlencoded') return new URLSearchParams();
-  const body = await readBytes(req, FORM_BODY_BYTES);
+  const body = await readBytes(req, res, FORM_BODY_BYTES);
   return isReply(body) ? body : new URLSearchParams(body.toString('utf8'));
 }
 

@@ -23,7 +23,9 @@
  * reference server's where it has one). Clients look only at the status. Every RqError
  * becomes a reply through REPLIES, the one table. A request that makes no progress for
  * WATCHDOG_MS gets the reference's 500 JSON; a fetch answered by the watchdog (or for a
- * client that has gone) hands its leases back. Bodies over MAX_BODY_BYTES are a 413.
+ * client that has gone) hands its leases back. Bodies over MAX_BODY_BYTES are a 413, and
+ * one that does not fit in the web process's body budget (lib/body-budget.ts) a 503 with
+ * `Retry-After`.
  *
  * Before any of it, the browser rules of lib/http-listener.ts: a browser's request that
  * does not call this door by one of the install's host names is a 421, and one from
@@ -36,6 +38,7 @@ import http from 'node:http';
 import { RqError, explain, type ErrorCode } from '../domain/errors.js';
 import { browserHostNames } from '../domain/main-config.js';
 import { isProtocolQueueName } from '../domain/names.js';
+import { bodyBudget } from '../lib/body-budget.js';
 import { browserRefusal, createHttpServer } from '../lib/http-listener.js';
 import { doorAccess, parseQueuePatterns, type QueueAccess } from './door-access.js';
 import { readBody } from './http-body.js';
@@ -87,6 +90,7 @@ const REPLIES = {
   RQ_NOT_PULL: { status: 409, phrase: 'That queue runs its own script; its items are not mine to hand out.' },
   RQ_FORBIDDEN: { status: 403, phrase: 'I am not permitted to do that.' },
   RQ_TOO_LARGE: { status: 413, phrase: `That is rather more than I can carry (${MAX_BODY_BYTES} bytes at most).` },
+  RQ_BUSY: { status: 503, phrase: 'My hands are full just now. Do try again in a moment.' },
   RQ_QUEUE_DOWN: { status: 503, phrase: 'That queue is resting at the moment. Do try again later.' },
   RQ_ATTACH: { status: 500, phrase: null },
   RQ_IO: { status: 500, phrase: null },
@@ -170,17 +174,20 @@ class Exchange {
 
 /**
  * The whole body (each chunk is progress for the watchdog), or RQ_TOO_LARGE past
- * MAX_BODY_BYTES (declared or sent). The 413 goes out at once and the rest of the body
- * is read and dropped (Node's own drain, bounded by the server's requestTimeout), so a
- * client that sends it all before reading gets the 413 rather than a broken pipe.
+ * MAX_BODY_BYTES (declared or sent), or RQ_BUSY when it does not fit in the body budget
+ * (lib/body-budget.ts). The 413 or 503 goes out at once and the rest of the body is read
+ * and dropped (Node's own drain, bounded by the server's requestTimeout), so a client
+ * that sends it all before reading gets the refusal rather than a broken pipe.
  */
 async function readItemBody(r: Incoming): Promise<Buffer> {
-  const read = await readBody(r.req, { max: MAX_BODY_BYTES, over: 'leave-to-node', onChunk: () => r.exchange.progress() });
+  const read = await readBody(r.req, r.res, { max: MAX_BODY_BYTES, over: 'leave-to-node', onChunk: () => r.exchange.progress() });
   switch (read.kind) {
     case 'body':
       return read.bytes;
     case 'too-large':
       throw new RqError('RQ_TOO_LARGE', `request body over ${MAX_BODY_BYTES} bytes`);
+    case 'busy':
+      throw new RqError('RQ_BUSY', bodyBudget.refusal());
     case 'failed':
       throw read.error;
     case 'closed':
@@ -314,6 +321,7 @@ interface Incoming {
   segments: string[];
   query: string;
   req: http.IncomingMessage;
+  res: http.ServerResponse;
   exchange: Exchange;
 }
 
@@ -383,7 +391,7 @@ async function serve(ctx: RqmsDoor, req: http.IncomingMessage, res: http.ServerR
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
-  const r: Incoming = { segments: path.split('/').slice(1), query: q < 0 ? '' : url.slice(q + 1), req, exchange };
+  const r: Incoming = { segments: path.split('/').slice(1), query: q < 0 ? '' : url.slice(q + 1), req, res, exchange };
   try {
     if (path.includes('favicon.ico')) exchange.send(html(404, 'No favicon here.'));
     else if (method === 'GET') await fetchItems(ctx, r);

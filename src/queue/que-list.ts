@@ -14,9 +14,10 @@
  * Lookup by id is a Map. Listing order (`messages`, paging) is ready, then delayed.
  *
  * It also keeps an index by coalescing key (spec/rq.md §2.9) so that starting a
- * message finds its duplicates without scanning the whole list.
+ * message finds its duplicates without scanning the whole list. A big param is keyed by
+ * its digest (que-index.ts BigParam), so the keys stay small too.
  */
-import type { QueEntry } from '../store/que-index.js';
+import { BigParam, type QueEntry } from '../store/que-index.js';
 import { lowerBound } from './sorted-ids.js';
 
 const rankOf = (e: QueEntry): number => e.pull?.r ?? e.dueMs;
@@ -41,9 +42,17 @@ function dueBefore(a: QueEntry, b: QueEntry): boolean {
   return a.dueMs < b.dueMs || (a.dueMs === b.dueMs && a.id < b.id);
 }
 
-/** The tuple of the given params (1-based numbers) as a comparable key. */
-export function paramKey(e: QueEntry, params: readonly number[]): string {
-  return JSON.stringify(params.map((n) => e.params[n - 1] ?? null));
+/**
+ * The tuple of the given params (1-based numbers) of `values` (an entry's params) as a
+ * comparable key: each param's JSON text, or `#` and the digest of a BigParam (whose JSON
+ * text is too long to keep, and never starts with `#`).
+ */
+export function paramKey(values: readonly unknown[], params: readonly number[]): string {
+  const parts = params.map((n) => {
+    const v = values[n - 1] ?? null;
+    return v instanceof BigParam ? `#${v.digest}` : JSON.stringify(v);
+  });
+  return `[${parts.join(',')}]`;
 }
 
 /** One ordered part: entries from `first` on are live; the prefix before it is dead. */
@@ -234,13 +243,13 @@ export class QueList {
   /** Waiting messages that duplicate `e` by the coalescing params (none when off). */
   duplicatesOf(e: QueEntry): QueEntry[] {
     if (this.coalesceParams.length === 0) return [];
-    const ids = this.byKey.get(paramKey(e, this.coalesceParams)) ?? new Set<string>();
+    const ids = this.byKey.get(paramKey(e.params, this.coalesceParams)) ?? new Set<string>();
     return [...ids].filter((id) => id !== e.id).map((id) => this.byId.get(id)!);
   }
 
   private keySet(e: QueEntry): Set<string> | undefined {
     if (this.coalesceParams.length === 0) return undefined;
-    const key = paramKey(e, this.coalesceParams);
+    const key = paramKey(e.params, this.coalesceParams);
     let set = this.byKey.get(key);
     if (!set) this.byKey.set(key, (set = new Set()));
     return set;

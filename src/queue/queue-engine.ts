@@ -35,7 +35,7 @@ import { attachmentNames, hashFile } from '../store/attachments.js';
 import type { GroupCommitter } from '../store/group-commit.js';
 import type { QueueLayout, RootLayout } from '../store/layout.js';
 import type { MessageStore, JobStatus } from '../store/message-store.js';
-import { entryFromMessage, journalLine, readIndex, writeIndex, type QueEntry } from '../store/que-index.js';
+import { BigParam, entryFromMessage, journalLine, readIndex, writeIndex, type QueEntry } from '../store/que-index.js';
 import { decideOutcome, type RunOutcome } from '../worker/outcome.js';
 import { isCompletion, parseLine, type Completion, type WorkerReport } from '../worker/pipe-protocol.js';
 import {
@@ -83,6 +83,8 @@ const TEXT_FIELDS: readonly string[] = ['msg_id', ...PARAM_KEYS, 'status'];
 interface RunEntry {
   id: string;
   msg: Message;
+  /** Its params as its que index entry holds them (big ones as digests), for the blocking key; made once. */
+  params?: readonly unknown[];
   worker?: RunningWorker;
   /** The spawner has been asked to start the worker and has not answered yet. */
   starting?: boolean;
@@ -163,12 +165,13 @@ interface Listed {
 /** A field of a read view that a que index entry does not hold. */
 const NOT_IN_ENTRY = Symbol('not in the index entry');
 
-/** A field of a message's read view from its que index entry: `dest`, `due`, the params. */
+/** A field of a message's read view from its que index entry: `dest`, `due`, the params but big ones. */
 function entryField(entry: QueEntry, field: string): unknown {
   if (field === 'dest') return entry.dest;
   if (field === 'due') return entry.due;
   const param = (PARAM_KEYS as readonly string[]).indexOf(field);
-  return param >= 0 ? entry.params[param] : NOT_IN_ENTRY;
+  const value = param >= 0 ? entry.params[param] : NOT_IN_ENTRY;
+  return value instanceof BigParam ? NOT_IN_ENTRY : value;
 }
 
 /**
@@ -645,9 +648,10 @@ export class QueueEngine {
 
   /**
    * A message's read view, built only as far as `search` asks: a field from memory when
-   * memory has it (the id, state and path; dest, due and the params of an index entry;
-   * all of a running message), else from `msg`, read once; the status text when asked
-   * for. `reads` counts the files read. Own fields only: `constructor` is not a field.
+   * memory has it (the id, state and path; dest, due and the params of an index entry
+   * but a big one, which only `msg` holds; all of a running message), else from `msg`,
+   * read once; the status text when asked for. `reads` counts the files read. Own fields
+   * only: `constructor` is not a field.
    */
   private lazyView(listed: State, { id, entry, run }: Listed): { field(f: string): unknown; whole(): MessageView; readonly reads: number } {
     let state = listed;
@@ -1087,8 +1091,8 @@ export class QueueEngine {
     const blocking = this.config.blocking_params;
     if (blocking.length === 0) return this.que.head();
     const busy = new Set<string>();
-    for (const r of this.run.values()) if (!r.finishing) busy.add(paramKey(entryFromMessage(r.msg), blocking));
-    for (const e of this.que.readyEntries()) if (!busy.has(paramKey(e, blocking))) return e;
+    for (const r of this.run.values()) if (!r.finishing) busy.add(paramKey((r.params ??= entryFromMessage(r.msg).params), blocking));
+    for (const e of this.que.readyEntries()) if (!busy.has(paramKey(e.params, blocking))) return e;
     return undefined;
   }
 
@@ -1133,7 +1137,7 @@ export class QueueEngine {
       }
       this.held.set(entry.id, dups);
     }
-    const run: RunEntry = { id: entry.id, msg, finishing: false, jobStatus: null, timers: [] };
+    const run: RunEntry = { id: entry.id, msg, params: entry.params, finishing: false, jobStatus: null, timers: [] };
     this.run.set(entry.id, run);
     this.spawnFor(run);
   }

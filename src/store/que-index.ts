@@ -9,10 +9,30 @@
  * rewritten compactly (tmp, fsync, rename) at start-up and when it grows too long.
  * Reading 100,000 entries from one file takes a fraction of the 16 s a cold parse of
  * 100,000 `msg` files takes.
+ *
+ * A param whose JSON text is over MAX_INDEXED_PARAM_CHARS is not kept, in memory or in
+ * the journal: its entry holds a BigParam, a SHA-256 of it, which is all that
+ * coalescing and blocking compare; search reads the value from `msg`. A line is
+ * `[id, due, dest, params, pull?]`, where `params` is the array of the four params, or,
+ * when one of them is big, `{"p": params with null for each big one, "d": their digests
+ * with null for the others}`. A reader that expects an array there skips the line and
+ * reads that message's `msg` instead, which is right.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { PARAM_KEYS, dueMs, type Message } from '../domain/message.js';
+import { PARAM_KEYS, dueMs, isPlainObject, type Message } from '../domain/message.js';
 import { writeFileDurably } from './atomic.js';
+
+/** A param whose JSON text is longer than this stays in `msg` only (see BigParam). */
+export const MAX_INDEXED_PARAM_CHARS = 1024;
+
+/** A param too big to keep in memory: a SHA-256 of it (hex, see indexedParam) stands for it. */
+export class BigParam {
+  readonly digest: string;
+  constructor(digest: string) {
+    this.digest = digest;
+  }
+}
 
 /** What the scheduler needs of a waiting message, without reading its `msg`. */
 export interface QueEntry {
@@ -21,7 +41,7 @@ export interface QueEntry {
   due: unknown;
   dueMs: number;
   dest: unknown;
-  /** param1..param4, `null` when absent. */
+  /** param1..param4, `null` when absent, a BigParam when big. */
   params: readonly unknown[];
   /** Pull messages only (pull.ts): the ready order (see que-list.ts) and the TTL. */
   pull?: PullOrder;
@@ -53,8 +73,53 @@ function pullOrder(msg: { priority?: unknown; rank?: unknown; sort_key?: unknown
 /** Most messages have no params: they share one array (100,000 entries stay small). */
 const NO_PARAMS: readonly unknown[] = Object.freeze([null, null, null, null]);
 
+/** The SHA-256 (hex) of the texts, one after the other. */
+function sha256(...texts: string[]): string {
+  const hash = crypto.createHash('sha256');
+  for (const text of texts) hash.update(text);
+  return hash.digest('hex');
+}
+
+/**
+ * A param as memory keeps it: itself, or a BigParam when its JSON text is too long. The
+ * digest is of the JSON text, but a string's is of the string itself after an `s`, so
+ * that a big string is not copied into its JSON text only to be hashed (no JSON text
+ * starts with `s`, so a string never gets the digest of another value).
+ */
+function indexedParam(p: unknown): unknown {
+  if (p === null || p instanceof BigParam || typeof p === 'number' || typeof p === 'boolean') return p;
+  if (typeof p === 'string') {
+    // Its JSON text has its quotes, and 1 to 6 characters per character.
+    if (p.length * 6 + 2 <= MAX_INDEXED_PARAM_CHARS) return p;
+    if (p.length + 2 <= MAX_INDEXED_PARAM_CHARS && JSON.stringify(p).length <= MAX_INDEXED_PARAM_CHARS) return p;
+    return new BigParam(sha256('s', p));
+  }
+  const text = JSON.stringify(p);
+  return text.length <= MAX_INDEXED_PARAM_CHARS ? p : new BigParam(sha256(text));
+}
+
 function compactParams(params: readonly unknown[]): readonly unknown[] {
-  return params.every((p) => p === null) ? NO_PARAMS : params;
+  if (params.every((p) => p === null)) return NO_PARAMS;
+  let indexed: unknown[] | undefined;
+  for (const [i, p] of params.entries()) {
+    const kept = indexedParam(p);
+    if (kept !== p) (indexed ??= [...params])[i] = kept;
+  }
+  return indexed ?? params;
+}
+
+/** The params of a journal line (see the file comment), or undefined when they are not there. */
+function lineParams(value: unknown): unknown[] | undefined {
+  if (Array.isArray(value)) return value;
+  if (!isPlainObject(value) || !Array.isArray(value['p']) || !Array.isArray(value['d'])) return undefined;
+  const digests = value['d'];
+  return value['p'].map((p: unknown, i) => (typeof digests[i] === 'string' ? new BigParam(digests[i]) : p));
+}
+
+/** The params as a journal line holds them (see the file comment). */
+function journalParams(params: readonly unknown[]): unknown {
+  if (!params.some((p) => p instanceof BigParam)) return params;
+  return { p: params.map((p) => (p instanceof BigParam ? null : p)), d: params.map((p) => (p instanceof BigParam ? p.digest : null)) };
 }
 
 export function entryFromMessage(msg: Message): QueEntry {
@@ -70,7 +135,8 @@ export function entryFromMessage(msg: Message): QueEntry {
 }
 
 export function journalLine(e: QueEntry): string {
-  return `${JSON.stringify(e.pull ? [e.id, e.due, e.dest, e.params, e.pull] : [e.id, e.due, e.dest, e.params])}\n`;
+  const params = journalParams(e.params);
+  return `${JSON.stringify(e.pull ? [e.id, e.due, e.dest, params, e.pull] : [e.id, e.due, e.dest, params])}\n`;
 }
 
 /**
@@ -90,8 +156,9 @@ export function readIndex(file: string): { entries: Map<string, QueEntry>; lines
     if (!line) continue;
     lines++;
     try {
-      const [id, due, dest, params, pull] = JSON.parse(line) as [string, unknown, unknown, unknown[], PullOrder?];
-      if (typeof id === 'string' && Array.isArray(params)) {
+      const [id, due, dest, given, pull] = JSON.parse(line) as [string, unknown, unknown, unknown, PullOrder?];
+      const params = lineParams(given);
+      if (typeof id === 'string' && params) {
         const order = pull && typeof pull === 'object' ? pullOrder({ priority: pull.p, rank: pull.r, sort_key: pull.k, expires_at: pull.e }) : undefined;
         out.set(id, { id, due, dueMs: dueMs({ due }), dest, params: compactParams(params), ...(order ? { pull: order } : {}) });
       }

@@ -18,7 +18,7 @@ import type { Logger } from '../lib/logger.js';
 import type { RootLayout } from '../store/layout.js';
 import type { WebContext } from './context.js';
 import { createGateway } from './gateway.js';
-import { multipart, param, parseQuery } from './params.js';
+import { holdBodies, multipart, param, parseQuery } from './params.js';
 import { allowedHost, allowedIps, basicAuth, baseHeaders, methodsAndHeaders, pageSetup, relativeRoot, requireMgr, sameOrigin } from './pipeline.js';
 import { PUBLIC_DIR, sendPage } from './render.js';
 import { createResponder } from './respond.js';
@@ -28,7 +28,10 @@ import { opsRoutes } from './routes/ops.js';
 import { queueRoutes } from './routes/queues.js';
 import { bodyOf, reasonOf, statusOf, webError } from './web-errors.js';
 
-/** urlencoded and JSON bodies are held in memory up to this; RPC payloads must stay < 100 MB (§10.3). */
+/**
+ * urlencoded and JSON bodies are held in memory up to this; RPC payloads must stay
+ * < 100 MB (§10.3). All bodies together are held within the body budget (holdBodies).
+ */
 const BODY_LIMIT = 64 * 1024 * 1024;
 
 export interface AppDeps {
@@ -78,6 +81,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(express.static(PUBLIC_DIR, { index: false, redirect: false, etag: false }));
   // Nested form keys go as deep as in query strings and multipart fields (params.ts).
   const urlencoded = { extended: true, limit: BODY_LIMIT, parameterLimit: 10_000, depth: 8 };
+  app.use(holdBodies(BODY_LIMIT));
   app.use(express.urlencoded(urlencoded));
   app.use(express.json({ limit: BODY_LIMIT, strict: false }));
   app.use(multipart());

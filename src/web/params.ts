@@ -10,6 +10,10 @@
  * removed when the response is over. A bad multipart body, a limit hit, a temp file
  * that cannot be written, or a client that goes away mid-body stops busboy, closes every
  * temp file and removes it (before the error reply): no fd and no disk space stay behind. Bad multipart is a 400, a temp file that cannot be written a 500.
+ *
+ * Every body parsed into memory (form, JSON, multipart fields) is held in the web
+ * process's body budget (lib/body-budget.ts): a form or JSON body up front (holdBodies),
+ * a multipart body as it comes, less what goes to its files.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -20,6 +24,7 @@ import busboy from 'busboy';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import qs from 'qs';
 import { coerceError } from '../domain/errors.js';
+import { BUSY_RETRY_AFTER_S, bodyBudget } from '../lib/body-budget.js';
 import { webError } from './web-errors.js';
 
 /** Nested keys go this deep (`mesg[a][b][c]`); deeper text stays a literal key. */
@@ -88,6 +93,50 @@ function tempFiles(): { add(file: string, out: fs.WriteStream): void; remove(): 
   };
 }
 
+/** Read the rest of the body and drop it: true once it has ended, false when the client went away first. */
+function readAway(req: Request): Promise<boolean> {
+  const read = new Promise<boolean>((resolve) => {
+    if (req.readableEnded) resolve(true);
+    req.once('end', () => resolve(true));
+    req.once('close', () => resolve(req.complete));
+  });
+  req.resume();
+  return read;
+}
+
+/** A body refused for the body budget: 503 with `Retry-After` (web-errors.ts). */
+function busy(res: Response): Error {
+  res.setHeader('Retry-After', String(BUSY_RETRY_AFTER_S));
+  return webError('RQ_BUSY', bodyBudget.refusal());
+}
+
+/**
+ * Hold a form or JSON body in the body budget before express's parsers read it into
+ * memory (up to `limit`): its declared length, or `limit` itself when the length is not
+ * declared (a chunked GET) or the body is compressed (the parsers inflate it). A body
+ * declared over `limit` is left to its parser, which refuses it (413) without reading it
+ * into memory. A body that does not fit is read to its end and dropped, then refused.
+ * (A multipart body holds its bytes as they come: `multipart`.)
+ */
+export function holdBodies(limit: number): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (!req.is(['application/x-www-form-urlencoded', 'application/json'])) {
+      next();
+      return;
+    }
+    const declared = Number(req.headers['content-length']);
+    const plain = (req.headers['content-encoding'] ?? 'identity').toLowerCase() === 'identity';
+    if ((plain && declared > limit) || bodyBudget.hold(res, plain && Number.isFinite(declared) ? declared : limit)) {
+      next();
+      return;
+    }
+    const refusal = busy(res);
+    void readAway(req).then((whole) => {
+      if (whole) next(refusal); // else the client went away: nobody to answer
+    });
+  };
+}
+
 /** Parse a multipart/form-data body into `req.body` (fields) and `uploads(res)` (files). */
 export function multipart(): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
@@ -111,9 +160,10 @@ export function multipart(): RequestHandler {
     let fieldBytes = 0;
     /** Busboy is done: parsed to the end, or stopped. */
     let over = false;
-    /** Stop reading the body, close and remove every temp file. */
+    /** Stop reading the body, close and remove every temp file; the body is not kept. */
     const stop = (): Promise<void> => {
       over = true;
+      bodyBudget.letGo(res);
       req.unpipe(bb);
       bb.destroy();
       return temps.remove();
@@ -126,19 +176,17 @@ export function multipart(): RequestHandler {
     const fail = (e: Error): void => {
       if (over) return;
       const stopped = stop();
-      const read = new Promise<boolean>((resolve) => {
-        if (req.readableEnded) resolve(true);
-        req.once('end', () => resolve(true));
-        req.once('close', () => resolve(req.complete));
-      });
-      req.resume();
-      void Promise.all([read, stopped]).then(([whole]) => {
+      void Promise.all([readAway(req), stopped]).then(([whole]) => {
         if (whole) next(e); // else the client went away: nobody to answer
       });
     };
     // The client went away before the body was complete: nobody to answer.
     req.on('close', () => {
       if (!over && !req.complete) void stop();
+    });
+    // The body's bytes are held in the budget as they come, less those that go to a file.
+    req.on('data', (chunk: Buffer) => {
+      if (!over && !bodyBudget.hold(res, chunk.length)) fail(busy(res));
     });
     bb.on('field', (name, value, info) => {
       fieldBytes += name.length + value.length;
@@ -152,6 +200,7 @@ export function multipart(): RequestHandler {
       const tmp = path.join(os.tmpdir(), `RackMultipart-${crypto.randomUUID()}`);
       const out = fs.createWriteStream(tmp, { flags: 'wx', mode: 0o600 });
       temps.add(tmp, out);
+      stream.on('data', (chunk: Buffer) => bodyBudget.release(res, chunk.length));
       // Handled at once: an open or write failure (ENOSPC, EMFILE, no tmpdir) is a 500, never an unhandled rejection.
       writes.push(
         pipeline(stream, out).then(

@@ -7,6 +7,7 @@
  * one that cannot listen is fatal, as the web's own port is.
  */
 import { explain } from '../domain/errors.js';
+import { BODY_BUDGET_WARNING } from '../lib/body-budget.js';
 import { createHttpServer } from '../lib/http-listener.js';
 import { installRoot } from '../lib/install-root.js';
 import { createLogger } from '../lib/logger.js';
@@ -33,6 +34,7 @@ try {
   log.fatal({ err: explain(e) }, 'Bad config file. Exiting');
   exit(1);
 }
+if (BODY_BUDGET_WARNING) log.warn(BODY_BUDGET_WARNING);
 const rubyRules = rubyRulesWarning(root.configDir);
 if (rubyRules) log.warn(rubyRules);
 const port = Number(config.port);

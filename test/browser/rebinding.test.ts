@@ -22,7 +22,7 @@ const ATTACKER_PAGE = '<!DOCTYPE html><html><head><title>cute cats</title></head
 let browser: Browser;
 let page: Page;
 
-const shared = sharedRoot((t) => startProtocols(t, { cloudq: {} }, { allowed_hosts: ['rq.example.com'] }));
+const shared = sharedRoot((t) => startProtocols(t, { cloudq: {} }, { config: { allowed_hosts: ['rq.example.com'] } }));
 
 beforeAll(async () => {
   if (!fs.existsSync(CHROMIUM)) throw new Error(`The browser tests need Debian's Chromium at ${CHROMIUM}: apt install chromium`);

@@ -32,8 +32,14 @@ function accepts(port: number, addr: string): Promise<boolean> {
   });
 }
 
-/** `sections`: each protocol's keys besides `port` (which is chosen here); `extra`: other keys of config.json. */
-export async function startProtocols(t: TestRoot, sections: ProtocolSections, extra: Record<string, unknown> = {}): Promise<Protocols> {
+/** Extra for startProtocols: `config`, other keys of config.json; `env`, added to rq-mgr's environment. */
+export interface ProtocolsOptions {
+  config?: Record<string, unknown>;
+  env?: Record<string, string>;
+}
+
+/** `sections`: each protocol's keys besides `port` (which is chosen here). */
+export async function startProtocols(t: TestRoot, sections: ProtocolSections, opts: ProtocolsOptions = {}): Promise<Protocols> {
   const port: Partial<Record<ProtocolName, number>> = {};
   const addr = (name: ProtocolName): string => (sections[name]?.['addr'] as string | undefined) ?? '127.0.0.1';
   const config: Record<string, unknown> = {};
@@ -41,7 +47,7 @@ export async function startProtocols(t: TestRoot, sections: ProtocolSections, ex
     port[name] = await freePort();
     config[name] = { ...section, port: port[name] };
   }
-  const web = await startWeb(t, { ...extra, protocols: config });
+  const web = await startWeb(t, { ...opts.config, protocols: config }, opts.env);
   for (const [name, p] of Object.entries(port) as Array<[ProtocolName, number]>) await waitFor(() => accepts(p, addr(name)), 10_000, `${name} to listen on ${p}`);
   const portOf = (name: ProtocolName): number => {
     const p = port[name];
@@ -58,8 +64,8 @@ export async function startProtocols(t: TestRoot, sections: ProtocolSections, ex
  */
 export function sharedProtocols(
   sections: ProtocolSections,
-  extra: Record<string, unknown> = {},
+  opts: ProtocolsOptions = {},
 ): { t: () => TestRoot; web: () => Web; port(name: ProtocolName): number; base(name: ProtocolName): string } {
-  const shared = sharedRoot((t) => startProtocols(t, sections, extra));
+  const shared = sharedRoot((t) => startProtocols(t, sections, opts));
   return { t: shared.t, web: () => shared.started().web, port: (name) => shared.started().port(name), base: (name) => shared.started().base(name) };
 }

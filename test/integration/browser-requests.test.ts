@@ -51,7 +51,7 @@ describe('browser requests on every listener', () => {
     return startProtocols(
       t,
       { cloudq: { addr: CLOUDQ_ADDR }, rqms: {}, lmstfy: { tokens: { web: [TOKEN] } }, workq: {} },
-      { host: 'rqhost.test', allowed_hosts: ['rq.example.com', 'Other.Example'] },
+      { config: { host: 'rqhost.test', allowed_hosts: ['rq.example.com', 'Other.Example'] } },
     );
   });
   const t = shared.t;

@@ -2,7 +2,7 @@
 // head is the next message to run, and indexed by coalescing key.
 import { describe, expect, it } from 'vitest';
 import { QueList, paramKey } from '../../src/queue/que-list.js';
-import type { QueEntry } from '../../src/store/que-index.js';
+import { BigParam, type QueEntry } from '../../src/store/que-index.js';
 
 function entry(id: string, dueMs: number, params: unknown[] = [null, null, null, null]): QueEntry {
   return { id, due: dueMs / 1000, dueMs, dest: 'test', params };
@@ -196,10 +196,18 @@ describe('QueList coalescing', () => {
 
 describe('paramKey', () => {
   it('is equal exactly when the chosen params are equal', () => {
-    const a = entry('a', 0, ['x', 'y', 'z', null]);
-    const b = entry('b', 0, ['x', 'other', 'z']);
+    const a = ['x', 'y', 'z', null];
+    const b = ['x', 'other', 'z'];
     expect(paramKey(a, [1, 3])).toBe(paramKey(b, [1, 3]));
     expect(paramKey(a, [2])).not.toBe(paramKey(b, [2]));
     expect(paramKey(a, [4])).toBe(paramKey(b, [4]));
+  });
+
+  it('keys a big param by its digest, never equal to a param that is its JSON text or the digest', () => {
+    const digest = 'ab'.repeat(32);
+    const big = new BigParam(digest);
+    expect(paramKey([big], [1])).toBe(paramKey([new BigParam(digest)], [1]));
+    expect(paramKey([big], [1])).not.toBe(paramKey([new BigParam('cd'.repeat(32))], [1]));
+    for (const other of [digest, `#${digest}`, { digest }, null]) expect(paramKey([big], [1])).not.toBe(paramKey([other], [1]));
   });
 });

@@ -19,6 +19,11 @@ describe('encodePacket', () => {
     expect(b.length).toBe(18);
   });
 
+  it('frames a payload given in parts as the parts joined', () => {
+    expect(encodePacket('create_message', ' ', '{"p":"é☃\ud800"}')).toEqual(encodePacket('create_message {"p":"é☃\ud800"}'));
+    expect(() => encodePacket('x'.repeat(MAX_PAYLOAD), 'y')).toThrow(RangeError);
+  });
+
   it('refuses a payload the 8-digit length cannot hold', () => {
     expect(MAX_PAYLOAD).toBe(99_999_999);
     expect(() => encodePacket('x'.repeat(MAX_PAYLOAD + 1))).toThrow(RangeError);

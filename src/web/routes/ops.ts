@@ -12,12 +12,14 @@
  * process started), so they reset to 0 when a queue process restarts, which Prometheus's
  * rate() and increase() treat as a counter reset. `rq_queue_restarts_total` comes from
  * rq-mgr and resets when rq-mgr restarts. The web process's own default metrics
- * (process_*, nodejs_*) come from prom-client.
+ * (process_*, nodejs_*) come from prom-client, and its body budget's
+ * (rq_web_request_body_*) from lib/body-budget.ts.
  */
 import { Router, type Request, type Response } from 'express';
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import { isPlainObject } from '../../domain/message.js';
 import { STATES } from '../../domain/states.js';
+import { bodyBudget } from '../../lib/body-budget.js';
 import type { WebContext } from '../context.js';
 import type { Gateway } from '../gateway.js';
 import { PROBE_TIMEOUT_MS, probeMgr, probeQueues, type LiveQueue, type MgrProbe, type QueueProbe } from '../queue-info.js';
@@ -164,6 +166,31 @@ function createMetrics(gw: Gateway): Registry {
     async collect() {
       this.reset();
       this.inc((await current()).restarts.web);
+    },
+  });
+  new Gauge({
+    name: 'rq_web_request_body_bytes',
+    help: 'Bytes of request bodies the web process holds in memory now, for the web and the protocol front doors together.',
+    registers,
+    collect() {
+      this.set(bodyBudget.inUse);
+    },
+  });
+  new Gauge({
+    name: 'rq_web_request_body_budget_bytes',
+    help: 'The most bytes of request bodies the web process holds at once (RQ_WEB_BODY_BUDGET); a body beyond it is refused with 503.',
+    registers,
+    collect() {
+      this.set(bodyBudget.max);
+    },
+  });
+  new Counter({
+    name: 'rq_web_request_body_refusals_total',
+    help: 'Requests refused with 503 because their body did not fit in the body budget, since the web process started.',
+    registers,
+    collect() {
+      this.reset();
+      this.inc(bodyBudget.refusals);
     },
   });
   givenHistogram(
