@@ -88,6 +88,9 @@ function parseProtocols(v: unknown): Partial<Record<ProtocolName, ProtocolSectio
   return out;
 }
 
+/** The unspecified addresses (listen on every interface), as `addr` may give them. */
+const UNSPECIFIED = new Set(['0.0.0.0', '::', '[::]']);
+
 /**
  * The host names a browser may call this install's listeners by: `localhost`,
  * `127.0.0.1`, `[::1]`, `host`, `addr` and `allowed_hosts`, plus `addrs` (a front door's
@@ -95,7 +98,9 @@ function parseProtocols(v: unknown): Partial<Record<ProtocolName, ProtocolSectio
  */
 export function browserHostNames(config: MainConfig, ...addrs: string[]): ReadonlySet<string> {
   const names = ['localhost', '127.0.0.1', '[::1]', config.host, config.addr, ...config.allowedHosts, ...addrs];
-  return new Set(names.filter((n) => n !== '').map((n) => (n.includes(':') && !n.startsWith('[') ? `[${n}]` : n).toLowerCase()));
+  // An address that means "every interface" names no server: a browser takes 0.0.0.0 for this host.
+  const named = names.filter((n) => n !== '' && !UNSPECIFIED.has(n));
+  return new Set(named.map((n) => (n.includes(':') && !n.startsWith('[') ? `[${n}]` : n).toLowerCase()));
 }
 
 export function parseMainConfig(text: string): MainConfig {

@@ -3,20 +3,25 @@
  * built with header and request timeouts that Node really enforces, and the rules for
  * requests that come from a browser.
  *
- * A request comes from a browser when it carries an `Origin`, a `Cookie` or a
- * `Sec-Fetch-*` header, or a browser's `User-Agent` (`Mozilla/…`); curl, scripts and RQ's
- * own clients send none of them, and may call a listener by any name. (Browsers send
- * `Sec-Fetch-*` only to https and localhost URLs, and `Origin` on POSTs and cross-origin
- * requests, so a same-origin GET over plain HTTP may carry only the User-Agent. Node's
- * fetch sends `Sec-Fetch-Mode` and no other Sec-Fetch header, which browsers never do; that
- * alone does not count, so rq's own relay and Node clients are not taken for browsers.)
+ * A request comes from a browser when it carries an `Origin`, a `Cookie`, a `Sec-Fetch-*`
+ * header, a browser's `User-Agent` (`Mozilla/…`) or an `Accept-Language` other than `*`;
+ * curl, scripts and RQ's own clients send none of them, and may call a listener by any
+ * name. (Browsers send `Sec-Fetch-*` only to https and localhost URLs, and `Origin` on
+ * POSTs and cross-origin requests, so a same-origin GET over plain HTTP may carry only the
+ * User-Agent and the Accept-Language; a page may change the User-Agent in Firefox, but not
+ * drop the Accept-Language. Node's fetch sends `Sec-Fetch-Mode` and `Accept-Language: *`,
+ * which browsers never do alone; those do not count, so rq's own relay and Node clients
+ * are not taken for browsers.)
  *
  * A browser's request must name one of the listener's own host names in its `Host`
  * header, else it is misdirected (421): so a page of another site whose name the
  * attacker points at 127.0.0.1 (DNS rebinding), which the browser counts as the same
- * origin as that page, cannot use the listener. A request is cross-site when
- * the browser says it comes from another site's page (`Sec-Fetch-Site`), or sends an
- * `Origin` that is not the request's own host; each listener decides what that refuses.
+ * origin as that page, cannot use the listener. A request is cross-site when the browser
+ * says it comes from another site's page (`Sec-Fetch-Site`), or sends an `Origin` that is
+ * not the request's own host; the web refuses cross-site POSTs. The front doors serve no
+ * pages, so they refuse every browser request that the browser does not mark as its
+ * user's own (`Sec-Fetch-Site: none`) or as coming from the door itself: an image on
+ * another site's page, sent over plain HTTP to a name of this host, carries neither mark.
  */
 import http from 'node:http';
 
@@ -45,6 +50,8 @@ export function createHttpServer(listener: http.RequestListener, timeouts: HttpT
 function isFromBrowser(req: http.IncomingMessage): boolean {
   const { origin, cookie } = req.headers;
   if (origin !== undefined || cookie !== undefined || req.headers['user-agent']?.startsWith('Mozilla/')) return true;
+  const language = req.headers['accept-language'];
+  if (language !== undefined && language.trim() !== '*') return true;
   return Object.keys(req.headers).some((h) => h.startsWith('sec-fetch-') && h !== 'sec-fetch-mode');
 }
 
@@ -80,6 +87,12 @@ export function isCrossSite(req: http.IncomingMessage): boolean {
   }
 }
 
+/** Whether the browser marks the request as its user's own or same-origin (and not cross-site). */
+function isMarkedOwn(req: http.IncomingMessage): boolean {
+  const site = req.headers['sec-fetch-site'];
+  return !isCrossSite(req) && (site === 'same-origin' || site === 'none' || req.headers.origin !== undefined);
+}
+
 /** A refusal of a front door's HTTP listener: the status and a one-line reason, in the door's own reply format. */
 export interface BrowserRefusal {
   status: 421 | 403;
@@ -88,12 +101,12 @@ export interface BrowserRefusal {
 
 /**
  * The refusal of a request by the rules of the HTTP front doors, or undefined: a
- * misdirected browser request (421), then a cross-site one of any method (403), since
- * even a GET reserves or locks jobs there.
+ * misdirected browser request (421), then a browser request of any method not marked as
+ * its user's own or same-origin (403), since even a GET reserves or locks jobs there.
  */
 export function browserRefusal(req: http.IncomingMessage, names: ReadonlySet<string>): BrowserRefusal | undefined {
   const misdirected = misdirectedReason(req, names);
   if (misdirected !== undefined) return { status: 421, reason: misdirected };
-  if (isCrossSite(req)) return { status: 403, reason: 'Forbidden: a request from another site is refused' };
+  if (isFromBrowser(req) && !isMarkedOwn(req)) return { status: 403, reason: 'Forbidden: a request from another site is refused' };
   return undefined;
 }

@@ -90,6 +90,8 @@ describe('browser requests on every listener', () => {
         { cookie: 'rack.session=x' },
         // A same-origin GET over plain HTTP: browsers send no Sec-Fetch-* to such a URL, and no Origin.
         { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36' },
+        // The same from a Firefox page that set its own User-Agent: it cannot drop the Accept-Language.
+        { 'user-agent': 'x', 'accept-language': 'en-US,en;q=0.5' },
       ];
       for (const marks of marked) {
         const res = await call(web(), 'GET', '/q.json', { ...host, ...marks });
@@ -174,6 +176,25 @@ describe('browser requests on every listener', () => {
       expect(publishLm.headers['x-request-id']).toMatch(/^[0-9A-Z]{26}$/);
       expect(fs.existsSync(t().queueDir('web.lm-rebound'))).toBe(false);
       expect((await call(lm, 'PUT', '/api/web/lm-plain', { host: `${REBIND}:${lm}`, 'x-token': TOKEN }, 'job')).status).toBe(201);
+    });
+
+    it('refuse a browser GET that carries no mark of its origin (an image over plain HTTP to a name of this host): 403, nothing reserved or locked', async () => {
+      // Over plain HTTP to a name other than localhost a browser sends no Sec-Fetch-*, and an <img> GET no Origin.
+      const img = { 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0', 'accept-language': 'en-US,en;q=0.5', accept: 'image/avif,image/webp,*/*' };
+      const cq = port('cloudq');
+      const job = JSON.stringify({ job: { klass: 'X', args: ['img'] } });
+      expect(json(await call(cq, 'POST', '/cq-img', { 'content-type': 'application/json' }, job, CLOUDQ_ADDR))).toEqual({ status: 'success' });
+      const reserve = await call(cq, 'GET', '/cq-img', { ...img, host: `rqhost.test:${cq}` }, undefined, CLOUDQ_ADDR);
+      expect(reserve.status).toBe(403);
+      expect(json(reserve)).toEqual({ status: 'error', message: 'Forbidden: a request from another site is refused' });
+      expect(json(await call(cq, 'GET', '/cq-img', {}, undefined, CLOUDQ_ADDR))).toMatchObject({ job: { klass: 'X', args: ['img'] } });
+
+      const rq = port('rqms');
+      expect((await call(rq, 'POST', '/rq-img?id=a', {}, '{"n":1}')).status).toBe(201);
+      const lock = await call(rq, 'GET', '/rq-img?count=1&time=600', { ...img, host: `rqhost.test:${rq}` });
+      expect(lock.status).toBe(403);
+      const fetched = json(await call(rq, 'GET', '/rq-img?count=1')) as { items: Array<{ value: unknown }> };
+      expect(fetched.items.map((i) => i.value)).toEqual([{ n: 1 }]);
     });
 
     it('know their own addr: a browser may call Cloudq by 127.0.0.2, but not RQMS, which listens elsewhere', async () => {
