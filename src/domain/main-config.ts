@@ -36,6 +36,12 @@ export interface MainConfig extends HostInfo {
    * `exec_prefix` counts as `bash -lc`. @default ["", "bash -lc"]
    */
   execPrefixes: string[];
+  /**
+   * The `env_vars` names a queue created over HTTP may set (`web_env_vars`): patterns,
+   * `*` for any run of characters. The names of create-policy.ts's ENV_RULES stay refused
+   * whatever it says. @default ["RQ*"] (rq's own namespace, which no other program reads)
+   */
+  webEnvVars: string[];
   /** The pull front doors to serve (absent = off), each with its own section's keys. */
   protocols: Partial<Record<ProtocolName, ProtocolSection>>;
   raw: Record<string, unknown>;
@@ -125,6 +131,7 @@ export function parseMainConfig(text: string): MainConfig {
     allowedHosts: parseStrings('allowed_hosts', raw['allowed_hosts'], []),
     scriptDirs: parseStrings('script_dirs', raw['script_dirs'], []),
     execPrefixes: parseStrings('exec_prefixes', raw['exec_prefixes'], ['', 'bash -lc']),
+    webEnvVars: parseStrings('web_env_vars', raw['web_env_vars'], ['RQ*']),
     protocols: parseProtocols(raw['protocols']),
     raw,
   };

@@ -1,14 +1,16 @@
 /**
  * What a queue created over HTTP may run (create-policy.ts), against a real rq-mgr and web
  * process: the reproduced attack (`exec_prefix` `touch …;`), scripts outside the install
- * root and `script_dirs` (by path and by a symlink in the root), scripts in `queues/`,
- * `script_dirs` entries absolute and relative, `exec_prefixes`, the `env_vars` names that
- * change what runs, `new_queue_link` with a bad file or a file the web wrote (an
- * attachment), RQ's form still creating queues that run, configs written on disk still
- * unlimited, and new queue names in ASCII only while an older non-ASCII queue stays
- * reachable.
+ * root and `script_dirs` (by path, by a symlink in the root, through a symlink outside
+ * that could be re-pointed, and whether they can run yet or not), scripts in `queues/`
+ * and in rq's own directories, `script_dirs` entries absolute and relative,
+ * `exec_prefixes`, `env_vars` names (only `RQ*` by default, `web_env_vars` wider, the
+ * names that change what runs never), `new_queue_link` with a bad file or a file the web
+ * wrote (an attachment), RQ's form and RQ's `env_var_test.rb` link still creating queues
+ * that run, configs written on disk still unlimited, and new queue names in ASCII only
+ * while an older non-ASCII queue stays reachable.
  *
- * One install is shared; each test uses its own queue names.
+ * One install is shared per describe; each test uses its own queue names.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -117,7 +119,60 @@ describe('queues created over HTTP', () => {
     await refused({ name: 'envq', script: './local/done.sh', exec_prefix: '', 'env_vars][PATH=/tmp/evil:/usr/bin': '' }, 'is not a variable name');
   });
 
-  it('keeps RQ’s form working: a script inside the root with exec_prefix "", the form’s "bash -lc ", none, and env_vars of other names', async () => {
+  it('refuses by default every env_vars name but rq’s own: OPENSSL_CONF (engines node loads) and HOME (the profile bash -lc runs) among them', async () => {
+    const attach = './queues/holder/prep/1/attach/ossl.cnf';
+    await refused({ name: 'ossl', script: './scripts/done.sh', exec_prefix: '', 'env_vars][OPENSSL_CONF': attach }, 'may not set "OPENSSL_CONF"', 'OpenSSL', '"web_env_vars"');
+    await refused({ name: 'homeq', script: './scripts/done.sh', 'env_vars][HOME': '/tmp/evilhome' }, 'may not set "HOME"', '.bash_profile', '"web_env_vars"');
+    const body = await refused({ name: 'greet', script: './scripts/done.sh', exec_prefix: '', 'env_vars][RQ_X': '1', 'env_vars][GREETING': 'hi' });
+    expect(body).toBe('403 - env_vars may not set "GREETING" in a queue created over HTTP; "web_env_vars" in config.json lists the name patterns it may set: "RQ*"');
+  });
+
+  it('keeps RQ’s env_var_test.rb working: a linked config with env_vars RQTESTENV1 and RQTESTENV2 makes a queue whose message ends done', async () => {
+    fs.mkdirSync(path.join(t().root, 'links'), { recursive: true });
+    const env = { RQTESTENV1: 'OWEN', RQTESTENV2: '32' };
+    fs.writeFileSync(path.join(t().root, 'links/good_env_var.json'), JSON.stringify({ name: 'test_env_var', script: './scripts/env.sh', num_workers: 1, exec_prefix: '', env_vars: env }));
+    const res = await web().postForm('/new_queue_link', { 'queue[json_path]': 'links/good_env_var.json' });
+    expect(res.status).toBe(303);
+    expect(flashOf(await (await web().follow(res)).text())).toContain('queue created');
+    const id = await t().send('test_env_var', {});
+    await t().waitState('test_env_var', id, 'done');
+    const view = await t().message('test_env_var', id);
+    expect(fs.readFileSync(path.join(t().root, view['path'] as string, 'job/env.txt'), 'utf8')).toContain('RQTESTENV1=OWEN\nRQTESTENV2=32\n');
+  });
+
+  it('refuses a script reached through a symlink outside the root, which could be pointed elsewhere after the check', async () => {
+    const lnkdir = path.join(outside, 'lnkdir');
+    fs.symlinkSync(FIXTURES, lnkdir);
+    const body = await refused({ name: 'relinked', script: path.join(lnkdir, 'done.sh'), exec_prefix: '' }, 'outside the install root as given', '"script_dirs"');
+    expect(body).toContain(`(real path ${JSON.stringify(path.join(fs.realpathSync(FIXTURES), 'done.sh'))})`);
+  });
+
+  it('checks where the script lies even when it cannot run yet (missing, or not executable): rq-mgr checks that later, and it can change in between', async () => {
+    fs.writeFileSync(path.join(outside, 'later.sh'), '#!/bin/sh\n');
+    await refused({ name: 'later', script: path.join(outside, 'later.sh'), exec_prefix: '' }, 'outside the install root');
+    await refused({ name: 'missing', script: path.join(outside, 'missing/x.sh'), exec_prefix: '' }, 'outside the install root');
+    await refused({ name: 'notyet', script: './queues/holder/prep/x.sh', exec_prefix: '' }, 'is in queues/');
+    // A script inside the root that does not exist is still rq-mgr's to refuse.
+    const res = await web().postForm('/new_queue', form({ name: 'nosuch', script: './local/nosuch.sh', exec_prefix: '' }));
+    expect(res.status).toBe(303);
+    expect(flashOf(await (await web().follow(res)).text())).toContain('script ./local/nosuch.sh does not exist or is not executable');
+  });
+
+  it('refuses a script in rq’s own directories (programs, dependencies, config, logs), by its path or its real path; runs one in libexec/', async () => {
+    const says = "one of rq's own directories (node_modules/, dist/, bin/, config/, log/)";
+    for (const rel of ['bin/rq', 'node_modules/.bin/tool', 'dist/tool.sh', 'config/tool.sh', 'log/tool.sh']) {
+      doneScript(path.join(t().root, rel));
+      await refused({ name: 'own', script: `./${rel}`, exec_prefix: '' }, `is in ${rel.slice(0, rel.indexOf('/'))}/, ${says}`);
+    }
+    fs.symlinkSync(path.join(t().root, 'bin/rq'), path.join(t().root, 'local/rq-link'));
+    await refused({ name: 'own', script: './local/rq-link', exec_prefix: '' }, `is in bin/, ${says}`);
+    fs.symlinkSync(path.join(t().root, 'local/done.sh'), path.join(t().root, 'bin/done-link'));
+    await refused({ name: 'own', script: './bin/done-link', exec_prefix: '' }, `is in bin/, ${says}`);
+    doneScript(path.join(t().root, 'libexec/mine_script'));
+    await created({ name: 'mine', script: './libexec/mine_script', exec_prefix: '' });
+  });
+
+  it('keeps RQ’s form working: a script inside the root with exec_prefix "", the form’s "bash -lc ", none, and env_vars of rq’s own names', async () => {
     const res = await web().postForm('/new_queue', form({ name: 'rqform', script: './local/done.sh', exec_prefix: '' }));
     expect(res.status).toBe(303);
     expect(flashOf(await (await web().follow(res)).text())).toContain('queue created - awesome');
@@ -125,7 +180,7 @@ describe('queues created over HTTP', () => {
     await t().waitState('rqform', id, 'done');
     await created({ name: 'formdefault', script: './local/done.sh', exec_prefix: 'bash -lc ' });
     await created({ name: 'noprefix', script: './local/done.sh' });
-    await created({ name: 'withenv', script: './scripts/done.sh', exec_prefix: '', 'env_vars][GREETING': 'hi', 'env_vars][RQ_X': '1' });
+    await created({ name: 'withenv', script: './scripts/done.sh', exec_prefix: '', 'env_vars][RQTESTENV1': 'OWEN', 'env_vars][RQ_X': '1' });
     await created({ name: 'listed', script: './local/done.sh', exec_prefix: '/usr/bin/env' });
   });
 
@@ -187,5 +242,28 @@ describe('queues created over HTTP', () => {
     expect(await res.text()).toMatch(/^status: UP\n/);
     const id = await t().send('café', {});
     await t().waitState('café', id, 'done');
+  });
+});
+
+describe('queues created over HTTP, with web_env_vars ["*"]', () => {
+  const { t, web } = sharedInstall({ setup: (root) => root.setMainConfig({ web_env_vars: ['*'] }) });
+  const form = (fields: Record<string, string>): Record<string, string> =>
+    Object.fromEntries(Object.entries({ num_workers: '1', script: './scripts/done.sh', exec_prefix: '', ...fields }).map(([k, v]) => [`queue[${k}]`, v]));
+
+  it('lets env_vars set any other name', async () => {
+    const res = await web().postForm('/new_queue', form({ name: 'greet', 'env_vars][GREETING': 'hi', 'env_vars][LANG': 'C' }));
+    expect(res.status).toBe(303);
+    const id = await t().send('greet', {});
+    await t().waitState('greet', id, 'done');
+  });
+
+  it('still refuses the names that change what runs', async () => {
+    for (const name of ['OPENSSL_CONF', 'HOME', 'PATH', 'LD_PRELOAD', 'NODE_OPTIONS', 'BASH_ENV', 'ENV', 'PYTHONPATH', 'GCONV_PATH', 'XDG_CONFIG_HOME', 'GIT_SSH_COMMAND', 'http_proxy', 'TMPDIR']) {
+      const res = await web().postForm('/new_queue', form({ name: 'floor', [`env_vars][${name}`]: '/tmp/x' }));
+      const body = await res.text();
+      expect(res.status, body).toBe(403);
+      expect(body).toMatch(new RegExp(`^403 - env_vars may not set "${name}" in a queue created over HTTP \\(.+\\), whatever "web_env_vars" says; set it in the queue's config.json on disk$`));
+      expect(fs.existsSync(t().queueDir('floor'))).toBe(false);
+    }
   });
 });

@@ -20,14 +20,13 @@ import path from 'node:path';
 import { Router, type Request, type Response } from 'express';
 import { isOk } from '../../client/rpc.js';
 import { localTimestamp } from '../../lib/local-time.js';
-import { createRefusal, linkRefusal, type CreatePolicy } from '../../domain/create-policy.js';
+import { RQ_DIRS, createRefusal, linkRefusal, type CreatePolicy, type Resolved } from '../../domain/create-policy.js';
 import { RqError } from '../../domain/errors.js';
 import { isPlainObject } from '../../domain/message.js';
 import { normaliseQueueConfig } from '../../domain/queue-config.js';
 import { STATES, isState, type State } from '../../domain/states.js';
 import type { QueueLayout } from '../../store/layout.js';
 import { readLinkedConfig } from '../../store/config-files.js';
-import { isRunnable, resolveScript } from '../../worker/runner.js';
 import type { WebContext } from '../context.js';
 import { formatBytes } from '../../lib/bytes.js';
 import { retentionText, shown, utcTime } from '../format.js';
@@ -68,6 +67,22 @@ function rawQueuePath(root: string, name: string): string {
 function splitName(raw: string): { name: string; type: string } {
   const dot = raw.indexOf('.');
   return dot < 0 ? { name: raw, type: '' } : { name: raw.slice(0, dot), type: raw.slice(dot + 1) };
+}
+
+/**
+ * The real path of an absolute path, symlinks followed; for a path that does not exist
+ * (yet), the real path of its nearest existing parent with the rest of the path.
+ */
+function realPath(file: string): string {
+  const rest: string[] = [];
+  for (let at = file; ; at = path.dirname(at)) {
+    try {
+      return path.join(fs.realpathSync(at), ...rest);
+    } catch {
+      if (path.dirname(at) === at) return file;
+      rest.unshift(path.basename(at));
+    }
+  }
 }
 
 /** A whole-number parameter (`page`, `limit`), or `fallback` when absent. */
@@ -135,20 +150,27 @@ export function queueRoutes(ctx: WebContext): Router {
   const requireNewQueue = (): void => {
     if (!config.allowNewQueue) throw webError('RQ_FORBIDDEN', 'Queue creation not allowed at this time.', { bare: true });
   };
-  /**
-   * create-policy.ts's limits as they are now: config.json's lists, with the install
-   * root, `script_dirs` and `queues/` as real paths.
-   */
-  const createPolicy = (): CreatePolicy => {
-    // resolveScript: the real path, or the (absolute) path as given when it is not there.
-    const real = (dir: string): string => resolveScript(gw.root.root, path.resolve(gw.root.root, dir));
-    return { root: real('.'), scriptDirs: config.scriptDirs.map(real), queuesDir: real(gw.root.queuesDir), execPrefixes: config.execPrefixes };
+  /** A path from the install root, as given (made absolute) and with symlinks followed. */
+  const resolved = (file: string): Resolved => {
+    const given = path.resolve(gw.root.root, file);
+    return { given, real: realPath(given) };
   };
-  /** Why the web may not create a queue from this config object, with its script resolved as the queue process resolves it. */
+  /** create-policy.ts's limits as they are now: config.json's lists, with every directory as given and real. */
+  const createPolicy = (): CreatePolicy => ({
+    root: resolved('.'),
+    scriptDirs: config.scriptDirs.map(resolved),
+    queuesDir: resolved(gw.root.queuesDir),
+    rqDirs: RQ_DIRS.map((name) => [name, resolved(name)] as const),
+    execPrefixes: config.execPrefixes,
+    envVars: config.webEnvVars,
+  });
+  /**
+   * Why the web may not create a queue from this config object, with its script resolved
+   * as the queue process resolves it (whether it can run now or not).
+   */
   const createRefusalOf = (raw: Record<string, unknown>): string | undefined => {
     const queueConfig = normaliseQueueConfig(raw);
-    const real = resolveScript(gw.root.root, queueConfig.script);
-    return createRefusal(queueConfig, isRunnable(real) ? real : undefined, createPolicy());
+    return createRefusal(queueConfig, resolved(queueConfig.script), createPolicy());
   };
   /** The flash of the create/delete forms (RQ's `<code>` tags dropped: the layout escapes). */
   const formFlash = (form: unknown, reply: unknown): string => `We got ${JSON.stringify(form)} from form, and ${dump(reply)} from QueueMgr`;
