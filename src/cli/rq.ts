@@ -47,6 +47,7 @@ export const EXIT_CODES = {
   RQ_UPSTREAM: 1,
   RQ_TOO_LARGE: 1,
   RQ_BUSY: 1,
+  RQ_ENCODED_BODY: 1,
   RQ_DUPLICATE: 1,
   RQ_STALE: 1,
   RQ_NOT_PULL: 1,

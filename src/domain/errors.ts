@@ -19,6 +19,7 @@ export const ERROR_CODES = {
   RQ_UPSTREAM: 'rq-mgr or a queue process did not answer, or refused',
   RQ_TOO_LARGE: 'a request body is over its size limit',
   RQ_BUSY: 'request bodies in memory are at their limit, all requests together; try again later',
+  RQ_ENCODED_BODY: 'the request body is compressed (a Content-Encoding other than identity), which is not read',
   RQ_DUPLICATE: 'a message with that external id is already in the queue',
   RQ_STALE: 'the message changed since the revision the request names',
   RQ_NOT_PULL: 'the queue runs a script, so external workers cannot lease its messages',

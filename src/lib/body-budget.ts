@@ -1,13 +1,16 @@
 /**
  * The memory that request bodies may take in the web process, all requests together: the
  * web's routes and the pull front doors (Cloudq, lmstfy, RQMS) share one budget of bytes.
- * A request holds its part from the moment its body is known (its declared
- * Content-Length, or each chunk as it comes when none is declared, or the chunks of a
- * multipart body less what went to its files) until its response is over: the response's 'close', which comes once the reply has gone and also when the
- * client goes away first, since the parsed body and the queue request made of it live
- * that long. A body that does not fit is refused with a 503 and `Retry-After`, each front
- * door in its own words (web/params.ts holdBodies, protocols/http-body.ts readBody); a
- * body over its own front door's limit is a 413 whatever the budget. The web's `/metrics`
+ * A request holds the bytes of its body that have arrived, each chunk as it is read (a
+ * multipart body less what went to its files), never the length it declares: so a
+ * client that declares much and sends little holds little, and to fill the budget one
+ * has to send it. It holds them until its response is over: the response's 'close',
+ * which comes once the reply has gone and also when the client goes away first, since
+ * the parsed body and the queue request made of it live that long. A body whose next
+ * chunk does not fit is refused with a 503 and `Retry-After`, each front door in its own
+ * words (web/params.ts budgeted and multipart, protocols/http-body.ts readBody); a body
+ * over its own front door's limit is a 413 whatever the budget. The web does not inflate
+ * compressed bodies (415), so what arrives is what is in memory. The web's `/metrics`
  * shows the budget, what is held, and the refusals.
  *
  * The budget is RQ_WEB_BODY_BUDGET bytes (a positive integer in rq-mgr's environment,

@@ -166,6 +166,7 @@ const REPLY_OF = {
   RQ_BAD_REQUEST: refuse(400, 'invalid request'),
   RQ_TOO_LARGE: TOO_LARGE,
   RQ_BUSY: BUSY,
+  RQ_ENCODED_BODY: refuse(415, 'compressed bodies are not read'),
   RQ_QUEUE_DOWN: refuse(503, 'queue is down'),
   RQ_NOT_PULL: refuse(409, 'queue runs a script; its jobs cannot be reserved'),
   RQ_DUPLICATE: refuse(409, 'job already exists'),

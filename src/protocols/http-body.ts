@@ -4,11 +4,12 @@
  * and the bytes as they come), what becomes of a body over it (how much of the rest is
  * still read and dropped, and whether the connection must close after the refusal), and
  * telling a body that ended from a request that failed or closed first. It also holds
- * the body's bytes in the web process's body budget (lib/body-budget.ts) until the
- * response is over; a body that does not fit is refused as `busy`, as one over the limit
- * is (the same reading and dropping, and closing), with `Retry-After` set on the
- * response. It sends nothing: each door turns the outcome into its own reply (status,
- * words, headers).
+ * the body's bytes in the web process's body budget (lib/body-budget.ts), each chunk as
+ * it arrives (what is in memory, never the declared length), until the response is over;
+ * a body whose next chunk does not fit is refused as `busy`, as one over the limit is
+ * (the same reading and dropping, and closing), with `Retry-After` set on the response.
+ * It sends nothing: each door turns the outcome into its own reply (status, words,
+ * headers).
  */
 import type http from 'node:http';
 import { BUSY_RETRY_AFTER_S, bodyBudget } from '../lib/body-budget.js';
@@ -46,8 +47,10 @@ export type BodyRead =
 
 /**
  * Read the body of `req` within `limit` (see BodyLimit for what happens past it), its
- * bytes held in the body budget for `res`, the response to `req`: the declared length up
- * front, else each chunk as it comes (never more than `max`, what is kept).
+ * bytes held in the body budget for `res`, the response to `req`, each chunk as it comes
+ * (never more than `max`, what is kept). A declared length over the limit refuses the
+ * body at once, but is never held: a client that declares much and sends little holds
+ * only what it sent.
  */
 export function readBody(req: http.IncomingMessage, res: http.ServerResponse, limit: BodyLimit): Promise<BodyRead> {
   const { max, over, onChunk } = limit;
@@ -67,9 +70,7 @@ export function readBody(req: http.IncomingMessage, res: http.ServerResponse, li
     if (why === 'busy' && !res.headersSent) res.setHeader('Retry-After', String(BUSY_RETRY_AFTER_S));
     bodyBudget.letGo(res);
   };
-  // A body declared over `max` is too large whatever the budget, and never held.
   if (known && declared > max) refuse('too-large');
-  else if (known && !bodyBudget.hold(res, declared)) refuse('busy');
   if (refused !== undefined && !drains) {
     if (over === 'drop-and-close') req.resume();
     return Promise.resolve({ kind: refused, close });
@@ -89,7 +90,7 @@ export function readBody(req: http.IncomingMessage, res: http.ServerResponse, li
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
       if (refused === undefined && size > max) refuse('too-large');
-      else if (refused === undefined && !known && !bodyBudget.hold(res, chunk.length)) refuse('busy');
+      else if (refused === undefined && !bodyBudget.hold(res, chunk.length)) refuse('busy');
       if (refused === undefined) {
         chunks.push(chunk);
         onChunk?.();

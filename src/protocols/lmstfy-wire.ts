@@ -270,6 +270,7 @@ export const ERROR_REPLIES = {
   RQ_UPSTREAM: { status: 500, error: 'internal error' },
   RQ_TOO_LARGE: { status: 413, error: 'body too large' },
   RQ_BUSY: { status: 503, error: 'server busy, try again later' },
+  RQ_ENCODED_BODY: { status: 415, error: 'compressed bodies are not read' },
   RQ_DUPLICATE: { status: 500, error: 'internal error' },
   RQ_STALE: { status: 500, error: 'internal error' },
   RQ_NOT_PULL: { status: 400, error: 'the queue runs a script, so it cannot be used through lmstfy' },

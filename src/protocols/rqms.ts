@@ -91,6 +91,7 @@ const REPLIES = {
   RQ_FORBIDDEN: { status: 403, phrase: 'I am not permitted to do that.' },
   RQ_TOO_LARGE: { status: 413, phrase: `That is rather more than I can carry (${MAX_BODY_BYTES} bytes at most).` },
   RQ_BUSY: { status: 503, phrase: 'My hands are full just now. Do try again in a moment.' },
+  RQ_ENCODED_BODY: { status: 415, phrase: PHRASE.badTicket },
   RQ_QUEUE_DOWN: { status: 503, phrase: 'That queue is resting at the moment. Do try again later.' },
   RQ_ATTACH: { status: 500, phrase: null },
   RQ_IO: { status: 500, phrase: null },

@@ -17,6 +17,17 @@
  * line), the connection count, the start time, and the evicted count (the sum of the
  * queue processes' counts, from this process's start on).
  *
+ * What a connection holds in memory is bounded: the bytes it has sent that are not yet
+ * answered (decoded commands waiting their turn, the one being answered, and a command
+ * still arriving; the bytes of a chunk count until the last command decoded from it is
+ * answered). While it has commands to answer, it is not read once those bytes reach
+ * CONNECTION_BYTES, or all connections' reach DOOR_BYTES, or MAX_QUEUED commands wait;
+ * it is read again as its commands are answered, so a pipelining client still gets every
+ * reply, in order. A connection with nothing to answer is always read, so a command of
+ * the largest size (1,058,576 bytes) always comes whole. A connection that is not read
+ * does not see its client go away until it is read again. The web's `/metrics` shows all
+ * connections' bytes (rq_workq_held_bytes).
+ *
  * A queue in a token-protected lmstfy namespace that the section's `queues` patterns do
  * not name is closed to this door (door-access.ts), as a name it may not use: `add`,
  * `schedule`, `run` and `lease` naming one are `Invalid Name` (and such a name is never
@@ -62,6 +73,10 @@ const ATTEMPT_CAP = 255;
 const RUN_MARGIN_MS = 60_000;
 /** Decoded commands a connection may have waiting before it stops reading. */
 const MAX_QUEUED = 1_000;
+/** Bytes a connection may hold (sent, not yet answered) before it stops reading while it has commands to answer. */
+const CONNECTION_BYTES = 2 * 1024 * 1024;
+/** The same, all connections together: past it, every connection with commands to answer stops reading. */
+const DOOR_BYTES = 64 * 1024 * 1024;
 /** The TTR of a lease of a message that has none (one another front door made). */
 const DEFAULT_TTR_MS = 60_000;
 /** A name this door may not use (door-access.ts): §3's word for a name it cannot take. */
@@ -85,6 +100,14 @@ export function parseWorkqSection(raw: Record<string, unknown>): WorkqConfig {
   };
   const strict = flag('strict');
   return { strictUuidV4: strict || flag('strictUuidV4'), strictTtlCap: strict || flag('strictTtlCap'), queues: parseQueuePatterns('workq', raw['queues']) };
+}
+
+/** The bytes all Workq connections of this process hold (see the file comment). */
+let heldBytes = 0;
+
+/** What all Workq connections hold now, for the web's `/metrics`. */
+export function workqHeldBytes(): number {
+  return heldBytes;
 }
 
 /** The sort key after rank: created (µs, fixed width), then the id (§7). */
@@ -371,10 +394,29 @@ export function workqServer(ctx: ProtocolContext): net.Server {
     const decoder = new WorkqDecoder(options);
     /** Aborted when the client sent its last byte (or went): waits end, so no job is leased for nobody (§8). */
     const gone = new AbortController();
-    const waiting: Decoded[] = [];
+    /** Decoded items in order; `upTo`: on the last item decoded from a chunk, the bytes received up to its end. */
+    const waiting: Array<{ item: Decoded; upTo?: number }> = [];
+    /** Bytes received (fed to the decoder), and bytes answered: the difference is what this connection holds. */
+    let received = 0;
+    let answered = 0;
     let busy = false;
     let ended = false;
     let closed = false;
+
+    /** The bytes up to `upTo` are answered: they are not held any more. */
+    const release = (upTo: number): void => {
+      if (upTo <= answered) return;
+      heldBytes -= upTo - answered;
+      answered = upTo;
+    };
+
+    /** Read on, or stop reading, by the bounds of the file comment. */
+    const flow = (): void => {
+      if (ended || closed) return;
+      const idle = waiting.length === 0 && !busy;
+      if (idle || (waiting.length < MAX_QUEUED && received - answered < CONNECTION_BYTES && heldBytes < DOOR_BYTES)) socket.resume();
+      else socket.pause();
+    };
 
     const write = async (reply: Buffer): Promise<void> => {
       // Backpressure: a client that does not read its replies stops being served.
@@ -394,8 +436,8 @@ export function workqServer(ctx: ProtocolContext): net.Server {
       if (busy) return;
       busy = true;
       while (waiting.length > 0 && !closed) {
-        const item = waiting.shift()!;
-        if (socket.isPaused() && waiting.length < MAX_QUEUED / 2) socket.resume();
+        const { item, upTo } = waiting.shift()!;
+        flow();
         if ('close' in item) {
           if (item.http) {
             const peer = `${socket.remoteAddress}:${socket.remotePort}`;
@@ -403,20 +445,27 @@ export function workqServer(ctx: ProtocolContext): net.Server {
           }
           // §1: a framing violation closes the connection; the replies already written go first.
           waiting.length = 0;
+          release(received);
           ended = true;
           socket.pause();
           break;
         }
         await write('reply' in item ? item.reply : await answer(item.request, gone.signal));
+        if (upTo !== undefined) release(upTo);
       }
       busy = false;
+      flow();
       if (ended && waiting.length === 0) socket.end();
     };
 
     socket.on('data', (chunk: Buffer) => {
       if (ended) return;
-      waiting.push(...decoder.push(chunk));
-      if (waiting.length >= MAX_QUEUED) socket.pause();
+      received += chunk.length;
+      heldBytes += chunk.length;
+      const items = decoder.push(chunk);
+      const upTo = received - decoder.pending;
+      items.forEach((item, i) => waiting.push(i === items.length - 1 ? { item, upTo } : { item }));
+      flow();
       void drain();
     });
     // EOF: answer what came whole (blocking ones as polls); a command cut off in the middle is dropped (§1).
@@ -430,6 +479,7 @@ export function workqServer(ctx: ProtocolContext): net.Server {
     socket.on('close', () => {
       clients--;
       closed = true;
+      release(received);
       gone.abort();
     });
   });

@@ -18,7 +18,7 @@ import type { Logger } from '../lib/logger.js';
 import type { RootLayout } from '../store/layout.js';
 import type { WebContext } from './context.js';
 import { createGateway } from './gateway.js';
-import { holdBodies, multipart, param, parseQuery } from './params.js';
+import { budgeted, multipart, param, parseQuery } from './params.js';
 import { allowedHost, allowedIps, basicAuth, baseHeaders, methodsAndHeaders, pageSetup, relativeRoot, requireMgr, sameOrigin } from './pipeline.js';
 import { PUBLIC_DIR, sendPage } from './render.js';
 import { createResponder } from './respond.js';
@@ -30,7 +30,7 @@ import { bodyOf, reasonOf, statusOf, webError } from './web-errors.js';
 
 /**
  * urlencoded and JSON bodies are held in memory up to this; RPC payloads must stay
- * < 100 MB (§10.3). All bodies together are held within the body budget (holdBodies).
+ * < 100 MB (§10.3). All bodies together are held within the body budget (budgeted).
  */
 const BODY_LIMIT = 64 * 1024 * 1024;
 
@@ -46,6 +46,7 @@ function bodyParserError(err: unknown): RqError | undefined {
   if (typeof e?.type !== 'string' || typeof e.status !== 'number') return undefined;
   if (e.type === 'entity.too.large') return webError('RQ_TOO_LARGE', `Request body is over the limit of ${BODY_LIMIT} bytes`);
   if (e.type === 'entity.parse.failed') return webError('RQ_BAD_REQUEST', `Bad JSON body: ${String(e.message)}`);
+  if (e.type === 'encoding.unsupported') return webError('RQ_ENCODED_BODY', 'A compressed request body (Content-Encoding other than identity) is not read: send it uncompressed');
   return webError('RQ_BAD_REQUEST', `Bad request body: ${String(e.message)}`);
 }
 
@@ -80,10 +81,10 @@ export function createApp(deps: AppDeps): Express {
   app.use(baseHeaders(), allowedIps(config), allowedHost(config), methodsAndHeaders(), sameOrigin(), relativeRoot(config), basicAuth(config), pageSetup(config));
   app.use(express.static(PUBLIC_DIR, { index: false, redirect: false, etag: false }));
   // Nested form keys go as deep as in query strings and multipart fields (params.ts).
-  const urlencoded = { extended: true, limit: BODY_LIMIT, parameterLimit: 10_000, depth: 8 };
-  app.use(holdBodies(BODY_LIMIT));
-  app.use(express.urlencoded(urlencoded));
-  app.use(express.json({ limit: BODY_LIMIT, strict: false }));
+  // Compressed bodies are refused (415): what arrives is what the body budget counts.
+  const urlencoded = { extended: true, limit: BODY_LIMIT, parameterLimit: 10_000, depth: 8, inflate: false };
+  app.use(budgeted(express.urlencoded(urlencoded)));
+  app.use(budgeted(express.json({ limit: BODY_LIMIT, strict: false, inflate: false })));
   app.use(multipart());
   app.use(opsRoutes(ctx));
   app.use(requireMgr(gw));

@@ -11,9 +11,11 @@
  * that cannot be written, or a client that goes away mid-body stops busboy, closes every
  * temp file and removes it (before the error reply): no fd and no disk space stay behind. Bad multipart is a 400, a temp file that cannot be written a 500.
  *
- * Every body parsed into memory (form, JSON, multipart fields) is held in the web
- * process's body budget (lib/body-budget.ts): a form or JSON body up front (holdBodies),
- * a multipart body as it comes, less what goes to its files.
+ * Every body read into memory (form, JSON, multipart) is held in the web process's body
+ * budget (lib/body-budget.ts) as its bytes arrive: a form or JSON body each chunk that
+ * express's parser reads (budgeted), a multipart body each chunk, less what goes to its
+ * files. The parsers do not inflate a compressed body (a `Content-Encoding` other than
+ * identity is a 415), so the bytes that arrive are the bytes in memory.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -111,28 +113,31 @@ function busy(res: Response): Error {
 }
 
 /**
- * Hold a form or JSON body in the body budget before express's parsers read it into
- * memory (up to `limit`): its declared length, or `limit` itself when the length is not
- * declared (a chunked GET) or the body is compressed (the parsers inflate it). A body
- * declared over `limit` is left to its parser, which refuses it (413) without reading it
- * into memory. A body that does not fit is read to its end and dropped, then refused.
- * (A multipart body holds its bytes as they come: `multipart`.)
+ * Run `parser` (express.urlencoded or express.json, with `inflate: false`) with the
+ * chunks it reads held in the body budget as they arrive. A chunk that does not fit
+ * stops the parser: it is handed the refusal as its stream's error, so it reads the rest
+ * of the body away and then passes the refusal on (a 503). The counting listener goes
+ * before the parser's (prependListener, which does not start the stream either): it sees
+ * each chunk the parser reads, and is removed once the parser is done. The parser
+ * listens for 'error' while it reads; once it has stopped (over its limit, say) what
+ * still comes is read away, not kept, and no longer counted. A body declared over the
+ * parser's limit is refused (413) without being read.
  */
-export function holdBodies(limit: number): RequestHandler {
+export function budgeted(parser: RequestHandler): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
-    if (!req.is(['application/x-www-form-urlencoded', 'application/json'])) {
-      next();
-      return;
-    }
-    const declared = Number(req.headers['content-length']);
-    const plain = (req.headers['content-encoding'] ?? 'identity').toLowerCase() === 'identity';
-    if ((plain && declared > limit) || bodyBudget.hold(res, plain && Number.isFinite(declared) ? declared : limit)) {
-      next();
-      return;
-    }
-    const refusal = busy(res);
-    void readAway(req).then((whole) => {
-      if (whole) next(refusal); // else the client went away: nobody to answer
+    const count = (chunk: Buffer): void => {
+      const reading = req.listenerCount('error') > 0;
+      if (reading && bodyBudget.hold(res, chunk.length)) return;
+      req.off('data', count);
+      if (!reading) return;
+      bodyBudget.letGo(res);
+      req.emit('error', busy(res));
+    };
+    req.prependListener('data', count);
+    void parser(req, res, (err?: unknown) => {
+      req.off('data', count);
+      if (err !== undefined) bodyBudget.letGo(res); // the body is not kept
+      next(err);
     });
   };
 }

@@ -2,14 +2,19 @@
  * The body budget of the web process (issue 18, "Bounded resources"; lib/body-budget.ts):
  * the bodies of all requests in flight, on the web and on the pull front doors together,
  * are held within RQ_WEB_BODY_BUDGET bytes (here 1,000,000, so that two bodies of
- * 400,000 fit and a third does not). Beyond it a request gets a 503 with `Retry-After`
- * and a one-line reason in its door's words; what a request held is given back when its
- * response is over, however it ends (answered, refused, bad, or its client gone).
+ * 400,000 fit and a third does not). A request holds the bytes of its body that have
+ * arrived, not the length it declares: so a client that declares much and sends little
+ * does not shut the others out. Beyond the budget a request gets a 503 with
+ * `Retry-After` and a one-line reason in its door's words; what a request held is given
+ * back when its response is over, however it ends (answered, refused, bad, or its client
+ * gone). The web does not read compressed bodies (415).
  *
- * Requests are held open by sending their head and half their body, the rest later; the
- * web's `/metrics` (rq_web_request_body_bytes) tells when the web holds them.
+ * Requests are held open by sending their head and all but the last bytes of their body,
+ * the rest later; the web's `/metrics` (rq_web_request_body_bytes) tells when the web
+ * holds what they sent.
  */
 import net from 'node:net';
+import zlib from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sharedRoot, waitFor } from '../helpers/install.js';
 import { startProtocols } from '../helpers/protocols.js';
@@ -18,11 +23,14 @@ const BUDGET = 1_000_000;
 const BODY = 400_000;
 const NS = 'budget';
 
+/** The bytes of a body that a held request leaves unsent. */
+const TAIL = 10;
+
 interface Sent {
-  /** Send only the head; resolves with the reply (one that comes before the body). */
-  head(): Promise<string>;
-  /** Send the head and half the body. */
-  half(): void;
+  /** Send the head (once) and the body up to its `bytes`th byte; resolves with the reply (one that comes before the body's end). */
+  upTo(bytes: number): Promise<string>;
+  /** Send the head and all the body but its last TAIL bytes; returns the body bytes sent. */
+  hold(): number;
   /** Send the rest; resolves with the whole reply. */
   finish(): Promise<string>;
   /** The client goes away. */
@@ -36,9 +44,10 @@ afterEach(() => {
 });
 
 /**
- * One request to `port`: `head` (its lines, without the blank line) and `body`, sent as
- * the test says. The reply is complete at its Content-Length (the connection may stay
- * open: closing it with the body unread could reset it before the reply is read).
+ * One request to `port`: `head` (its lines, without the blank line and Content-Length)
+ * and `body`, sent as the test says. The reply is complete at its Content-Length (the
+ * connection may stay open: closing it with the body unread could reset it before the
+ * reply is read).
  */
 function request(port: number, head: string, body: Buffer): Sent {
   const sock = net.connect(port, '127.0.0.1');
@@ -59,19 +68,22 @@ function request(port: number, head: string, body: Buffer): Sent {
     sock.on('error', () => undefined);
     sock.on('close', done);
   });
-  const headBytes = Buffer.from(`${head}\r\nContent-Length: ${body.length}\r\n\r\n`, 'latin1');
-  const all = Buffer.concat([headBytes, body]);
-  const split = all.length - Math.floor(body.length / 2);
+  const all = Buffer.concat([Buffer.from(`${head}\r\nContent-Length: ${body.length}\r\n\r\n`, 'latin1'), body]);
+  const bodyStart = all.length - body.length;
+  let sent = 0;
+  const upTo = (bytes: number): Promise<string> => {
+    const end = bodyStart + bytes;
+    if (end > sent) sock.write(all.subarray(sent, end));
+    sent = Math.max(sent, end);
+    return reply;
+  };
   return {
-    head: () => {
-      sock.write(headBytes);
-      return reply;
+    upTo,
+    hold: () => {
+      void upTo(body.length - TAIL);
+      return body.length - TAIL;
     },
-    half: () => void sock.write(all.subarray(0, split)),
-    finish: () => {
-      sock.write(all.subarray(split));
-      return reply;
-    },
+    finish: () => upTo(body.length),
     gone: () => void sock.destroy(),
   };
 }
@@ -89,9 +101,10 @@ interface Door {
   ok: number;
   busy: string;
   /**
-   * It refuses a body at once, before reading it (RQMS leaves the rest to Node, lmstfy
-   * closes the connection): a client still sending might lose the reply to a reset, so
-   * the test sends only the head. The web and Cloudq read the body first.
+   * It refuses a body at once, before reading the rest (RQMS leaves the rest to Node,
+   * lmstfy closes the connection): a client still sending might lose the reply to a
+   * reset, so the test sends only what does not fit. The web and Cloudq read the body
+   * first.
    */
   refusesAtOnce: boolean;
 }
@@ -144,14 +157,7 @@ describe('body budget', () => {
   const port = (door: Door): number => (door.name === 'web' ? shared.started().web.port : shared.started().port(door.name));
   const send = (door: Door, body: Buffer): Promise<string> => {
     const r = request(port(door), door.head(), body);
-    r.half();
-    return r.finish();
-  };
-  /** A body of BODY bytes sent to `door` while the budget is full: its refusal. */
-  const refused = (door: Door): Promise<string> => {
-    const r = request(port(door), door.head(), door.body(BODY));
-    if (door.refusesAtOnce) return r.head();
-    r.half();
+    r.hold();
     return r.finish();
   };
   /** A metric of the web process's body budget. */
@@ -162,13 +168,22 @@ describe('body budget', () => {
   /** Wait until the web holds `bytes` of bodies. */
   const holding = (bytes: number): Promise<void> =>
     waitFor(async () => (await metric('rq_web_request_body_bytes')) === bytes, 10_000, `the web to hold ${bytes} bytes of bodies`);
-  /** Two requests of BODY bytes on `a` and `b`, half sent, held by the web. */
+  /** Two requests of BODY bytes on `a` and `b`, all but TAIL bytes sent, held by the web. */
   const holdTwo = async (a: Door, b: Door): Promise<Sent[]> => {
-    const bodies = [a.body(BODY), b.body(BODY)];
-    const held = [request(port(a), a.head(), bodies[0]!), request(port(b), b.head(), bodies[1]!)];
-    for (const r of held) r.half();
-    await holding(bodies[0]!.length + bodies[1]!.length);
+    const held = [request(port(a), a.head(), a.body(BODY)), request(port(b), b.head(), b.body(BODY))];
+    let sent = 0;
+    for (const r of held) sent += r.hold();
+    await holding(sent);
     return held;
+  };
+  /**
+   * A body of BODY bytes sent to `door` while two are held: its refusal, once the bytes
+   * that arrived do not fit (a door that refuses at once gets no more than those).
+   */
+  const refused = async (door: Door): Promise<string> => {
+    const r = request(port(door), door.head(), door.body(BODY));
+    const reply = r.upTo(BUDGET + 1 - (await metric('rq_web_request_body_bytes')));
+    return door.refusesAtOnce ? reply : r.finish();
   };
 
   for (const door of DOORS) {
@@ -230,5 +245,39 @@ describe('body budget', () => {
     expect([status(reply), replyBody(reply)]).toEqual([413, '{"status":"error","message":"job too large"}']);
     for (const r of held) expect(status(await r.finish())).toBe(web.ok);
     await holding(0);
+  });
+  it('holds what a body sent, not what it declares: bodies that trickle in do not shut out the others', async () => {
+    // Three requests on each door each declare a body as large as the budget and send a few bytes, then a byte more.
+    const trickles: Sent[] = [];
+    for (const door of DOORS) {
+      for (let i = 0; i < 3; i++) trickles.push(request(port(door), door.head(), door.body(BUDGET)));
+    }
+    for (const r of trickles) void r.upTo(100);
+    for (const r of trickles) void r.upTo(101);
+    // (Before the fix each request held what it declared: the first one took the whole budget.)
+    const sent = 101 * trickles.length;
+    await waitFor(async () => (await metric('rq_web_request_body_bytes')) >= sent, 10_000, `the web to hold ${sent} bytes`);
+    for (const door of DOORS) expect(status(await send(door, door.body(50_000)))).toBe(door.ok);
+    await holding(sent);
+    for (const r of trickles) r.gone();
+    await holding(0);
+  });
+
+  it('web: refuses a compressed body with 415 and a reason, without reading it, and holds nothing for it', async () => {
+    const web = DOORS[0]!;
+    const refusal = '415 - A compressed request body (Content-Encoding other than identity) is not read: send it uncompressed';
+    const form = zlib.gzipSync(web.body(BODY));
+    for (const type of ['application/x-www-form-urlencoded', 'application/json']) {
+      const head = `POST /q/test/new_message HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: ${type}\r\nContent-Encoding: gzip`;
+      const whole = await request(port(web), head, form).finish();
+      expect([status(whole), replyBody(whole)]).toEqual([415, refusal]);
+      // The refusal comes before the rest of the body, and the body holds nothing meanwhile.
+      const started = request(port(web), head, form);
+      const early = await started.upTo(1);
+      expect([status(early), replyBody(early)]).toEqual([415, refusal]);
+      await holding(0);
+      expect(status(await send(web, web.body(BUDGET - 60_000)))).toBe(web.ok);
+      started.gone();
+    }
   });
 });

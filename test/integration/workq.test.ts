@@ -20,6 +20,7 @@ import { RqError } from '../../src/domain/errors.js';
 import { parseWorkqSection } from '../../src/protocols/workq.js';
 import { freePort, REPO, useTestRoot, waitFor, type TestRoot } from '../helpers/install.js';
 import { sharedProtocols, startProtocols } from '../helpers/protocols.js';
+import { webPid } from '../helpers/web-process.js';
 import { clientError, NOT_FOUND, OK, TIMEOUT, withBlock, WorkqClient, workqClients, type InspectRecord, type LeasedJob, type Reply } from '../helpers/workq-client.js';
 
 const MiB = 1024 * 1024;
@@ -1301,5 +1302,81 @@ describe('workq: the config section', () => {
       expect(code, JSON.stringify(section)).toBe(1);
       expect(out).toContain(key);
     }
+  });
+});
+
+describe('workq: what connections hold in memory', () => {
+  const doors = sharedProtocols({ workq: {} });
+  const open = workqClients(() => doors.port('workq'));
+  /** What the Workq connections hold, from the web's /metrics. */
+  const held = async (): Promise<number> => {
+    const text = await (await fetch(`${doors.web().base}/metrics`)).text();
+    return Number(/^rq_workq_held_bytes (\d+)$/m.exec(text)?.[1]);
+  };
+  /** The bytes of one chunk a socket reads at most (Node reads 64 KiB at a time): a connection may read one past its bound. */
+  const CHUNK = 64 * 1024;
+  const pause = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 100));
+
+  it('stops reading a connection whose unanswered commands hold 2 MiB, reads it again as they are answered, and answers every one in order', async () => {
+    const pid = webPid(doors.t());
+    const rss = (): number => Number(/^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
+    const c = await open();
+    const other = await open();
+    const q = 'mem-pipe';
+    const blocker = 'mem-block';
+    // A lease that waits holds up the commands behind it: none is answered until it is.
+    c.send(`lease ${blocker} 600000\r\n`);
+    await waitFor(async () => (await other.inspect('queue', blocker)).type === 'records', 5_000, 'the lease to record its name');
+    const before = rss();
+    const jobs = Array.from({ length: 64 }, () => randomUUID());
+    const payload = randomBytes(MiB);
+    c.send(Buffer.concat(jobs.map((id) => withBlock(`add ${id} ${q} 60000 ${LONG_TTL}`, payload))));
+    // 64 MiB of commands wait behind the lease, but the server reads only up to the
+    // connection's bound. The RSS bound is generous: the web process grew by about 8 MB
+    // here, and by about 80 MB before the bound (it read all 64 commands at once).
+    for (let i = 0; i < 10; i++) {
+      await pause();
+      expect(rss() - before).toBeLessThan(32 * MiB);
+      expect(await held()).toBeLessThanOrEqual(2 * MiB + CHUNK);
+    }
+    await waitFor(async () => (await held()) >= 2 * MiB, 10_000, 'the connection to hold 2 MiB');
+    const x = randomUUID();
+    expect((await other.add(x, blocker, 60000, LONG_TTL, 'go')).text).toBe(OK);
+    expect(leasedJob(await c.reply('lease')).id).toBe(x);
+    for (const id of jobs) expect((await c.reply('ok')).text, id).toBe(OK);
+    await waitFor(async () => (await held()) === 0, 5_000, 'the connection to hold nothing');
+    expect((await other.inspect('queue', q)).text).toBe(queueReply(q, 64, 0));
+  });
+
+  it('stops reading every connection with commands to answer once all of them hold 64 MiB; gives back what a connection held when it is answered or goes away', async () => {
+    const clients = await Promise.all(Array.from({ length: 40 }, () => open()));
+    const other = await open();
+    const blocker = 'mem-door-block';
+    // Three commands of 1 MiB each (a TTR of 0 is refused once the block is read, so the reply comes without a job).
+    const adds = Buffer.concat([0, 1, 2].map(() => withBlock(`add ${randomUUID()} mem-door 0 ${LONG_TTL}`, randomBytes(MiB))));
+    for (const c of clients) c.send(Buffer.concat([Buffer.from(`lease ${blocker} 600000\r\n`), adds]));
+    // Each connection reads its lease, which waits, and then what the bounds let it. Alone,
+    // each would read its 2 MiB: 80 MiB and more. Together they stop at 64 MiB, each past
+    // it by one chunk at most.
+    await waitFor(async () => (await held()) >= 64 * MiB, 10_000, 'the connections to hold 64 MiB');
+    for (let i = 0; i < 10; i++) {
+      await pause();
+      expect(await held()).toBeLessThanOrEqual(64 * MiB + clients.length * CHUNK);
+    }
+    const jobs = clients.map(() => randomUUID());
+    for (const id of jobs) expect((await other.add(id, blocker, 60000, LONG_TTL, 'go')).text).toBe(OK);
+    const leased: string[] = [];
+    for (const c of clients) {
+      leased.push(leasedJob(await c.reply('lease')).id);
+      for (let k = 0; k < 3; k++) expect((await c.reply('ok')).text).toBe(clientError('Invalid TTR'));
+    }
+    expect(leased.sort()).toEqual(jobs.sort());
+    await waitFor(async () => (await held()) === 0, 5_000, 'the connections to hold nothing');
+    // A command cut off in the middle: what came of it is given back when its client goes away.
+    const gone = await open();
+    gone.send(adds.subarray(0, MiB / 2));
+    await waitFor(async () => (await held()) >= MiB / 2, 5_000, 'the half command to arrive');
+    gone.destroy();
+    await waitFor(async () => (await held()) === 0, 5_000, 'the connection to hold nothing');
   });
 });

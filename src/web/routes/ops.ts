@@ -12,14 +12,16 @@
  * process started), so they reset to 0 when a queue process restarts, which Prometheus's
  * rate() and increase() treat as a counter reset. `rq_queue_restarts_total` comes from
  * rq-mgr and resets when rq-mgr restarts. The web process's own default metrics
- * (process_*, nodejs_*) come from prom-client, and its body budget's
- * (rq_web_request_body_*) from lib/body-budget.ts.
+ * (process_*, nodejs_*) come from prom-client, its body budget's
+ * (rq_web_request_body_*) from lib/body-budget.ts, and what its Workq connections hold
+ * (rq_workq_held_bytes) from protocols/workq.ts.
  */
 import { Router, type Request, type Response } from 'express';
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import { isPlainObject } from '../../domain/message.js';
 import { STATES } from '../../domain/states.js';
 import { bodyBudget } from '../../lib/body-budget.js';
+import { workqHeldBytes } from '../../protocols/workq.js';
 import type { WebContext } from '../context.js';
 import type { Gateway } from '../gateway.js';
 import { PROBE_TIMEOUT_MS, probeMgr, probeQueues, type LiveQueue, type MgrProbe, type QueueProbe } from '../queue-info.js';
@@ -191,6 +193,14 @@ function createMetrics(gw: Gateway): Registry {
     collect() {
       this.reset();
       this.inc(bodyBudget.refusals);
+    },
+  });
+  new Gauge({
+    name: 'rq_workq_held_bytes',
+    help: 'Bytes the Workq connections hold in memory now: commands received and not yet answered, and commands still arriving.',
+    registers,
+    collect() {
+      this.set(workqHeldBytes());
     },
   });
   givenHistogram(
