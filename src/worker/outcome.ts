@@ -13,6 +13,9 @@
  *
  * Exit codes carry no meaning beyond zero / non-zero: 0 is required for done, relayed
  * and resend; anything else is a permanent failure that waits in `err` for an operator.
+ * The improper-exit status names the completion (`Completion was done but exit status
+ * was …`) or says there was none (`no completion line, and exit status was …`, where RQ
+ * printed an empty word and two spaces); RQ's tests read only `PROCESS EXITED IMPROPERLY`.
  */
 import os from 'node:os';
 import type { Completion } from './pipe-protocol.js';
@@ -44,11 +47,8 @@ export function decideOutcome(exit: RunExit, first: Completion | undefined, coun
   const clean = exit.signal === null && exit.code === 0;
   if (!clean) {
     if (first?.kind === 'err') return { state: 'err' };
-    const word = first?.kind ?? '';
-    return {
-      state: 'err',
-      status: `PROCESS EXITED IMPROPERLY - MOVING TO ERR - Completion was ${word} but exit status was ${describeExit(exit)}`,
-    };
+    const completion = first === undefined ? 'no completion line, and' : `Completion was ${first.kind} but`;
+    return { state: 'err', status: `PROCESS EXITED IMPROPERLY - MOVING TO ERR - ${completion} exit status was ${describeExit(exit)}` };
   }
   switch (first?.kind) {
     case 'done':

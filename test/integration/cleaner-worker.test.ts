@@ -55,7 +55,7 @@ describe('the cleaner queue', () => {
     await t.start('cleaner');
     const r = await runCleaner({ param1: 'nope' });
     expect(r.state).toBe('err');
-    expect(r.status).toMatch(/^err - PROCESS EXITED IMPROPERLY - MOVING TO ERR - Completion was  but exit status was pid \d+ exit 1$/);
+    expect(r.status).toMatch(/^err - PROCESS EXITED IMPROPERLY - MOVING TO ERR - no completion line, and exit status was pid \d+ exit 1$/);
     expect(r.log).toContain('fail the specified queue [nope] does not exist');
   });
 

@@ -236,7 +236,7 @@ describe('destroy', () => {
     const id = await t.send('w', {});
     await waitFor(() => fs.existsSync(path.join(t.queueDir('w'), 'run', id, 'pid')));
     expect(await t.rpc('w', 'destroy_message', { msg_id: id })).toEqual(['ok', 'msg destroyed']);
-    expect(await t.waitState('w', id, 'err')).toMatch(/^err - PROCESS EXITED IMPROPERLY - MOVING TO ERR - Completion was  but exit status was pid \d+ SIGTERM \(signal 15\)$/);
+    expect(await t.waitState('w', id, 'err')).toMatch(/^err - PROCESS EXITED IMPROPERLY - MOVING TO ERR - no completion line, and exit status was pid \d+ SIGTERM \(signal 15\)$/);
     expect(await t.rpc('w', 'destroy_message', { msg_id: id })).toEqual(['fail', 'msg not found']);
     expect(fs.existsSync(path.join(t.queueDir('w'), 'err', id, 'pid'))).toBe(false);
   });

@@ -18,6 +18,7 @@ function completion(line: string): Completion {
 
 const improper = (word: string, st: string): string =>
   `PROCESS EXITED IMPROPERLY - MOVING TO ERR - Completion was ${word} but exit status was ${st}`;
+const noCompletion = (st: string): string => `PROCESS EXITED IMPROPERLY - MOVING TO ERR - no completion line, and exit status was ${st}`;
 
 describe('describeExit', () => {
   it('prints an exit code as RQ does', () => {
@@ -89,11 +90,11 @@ describe('decideOutcome: non-zero exit or signal', () => {
     });
   });
 
-  it('no completion and a non-zero exit gives the two-space text', () => {
+  it('no completion and a non-zero exit says so (RQ printed an empty word and two spaces)', () => {
     const out = decideOutcome(EXIT1, undefined, 0, 15);
     expect(out).toEqual({
       state: 'err',
-      status: 'PROCESS EXITED IMPROPERLY - MOVING TO ERR - Completion was  but exit status was pid 12 exit 1',
+      status: 'PROCESS EXITED IMPROPERLY - MOVING TO ERR - no completion line, and exit status was pid 12 exit 1',
     });
   });
 
@@ -104,7 +105,7 @@ describe('decideOutcome: non-zero exit or signal', () => {
     });
     expect(decideOutcome({ pid: 9, code: null, signal: 'SIGKILL' }, undefined, 0, 15)).toEqual({
       state: 'err',
-      status: improper('', 'pid 9 SIGKILL (signal 9)'),
+      status: noCompletion('pid 9 SIGKILL (signal 9)'),
     });
   });
 
