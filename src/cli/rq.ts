@@ -7,17 +7,22 @@
  * `--relay-ok`, queue process not answering, attachment pre-check), this door throws an
  * RqError whose message is the one line printed on stderr; stdout stays empty and the
  * exit status comes from EXIT_CODES. Only those lines, the help text and the reply lines
- * are printed.
+ * are printed. While rq-mgr runs, a queue process that does not answer is restarting:
+ * the call waits for it (client/call.ts), then exits 75 (EX_TEMPFAIL: nothing was done,
+ * run it again) or, when the command may have been done, 1 with the id of the message a
+ * create was making.
  *
  * Every CLI call pays Node's start-up, so this module stays tiny on purpose: node
- * built-ins and a few dependency-free modules (the RPC framing, ids, names, messages'
- * isPlainObject, the path layout, the install root, the router rules), all subcommands
+ * built-ins and a few dependency-free modules (the RPC framing and its restart-aware
+ * call, ids, names, messages' isPlainObject, the path layout, the install root, the pid
+ * file check, the router rules), all subcommands
  * in the one table below instead of one file each, and no logger. Importing it has no
  * side effects; `bin/rq` calls `main`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { isOk, rpcCall } from '../client/rpc.js';
+import { RESTART_WAIT_MS, callRpc } from '../client/call.js';
+import { isOk } from '../client/rpc.js';
 import { RqError, coerceError, type ErrorCode } from '../domain/errors.js';
 import { parseFullId } from '../domain/ids.js';
 import { isPlainObject } from '../domain/message.js';
@@ -26,12 +31,13 @@ import { installRoot } from '../lib/install-root.js';
 import { describeRule, loadRules, type Rule } from '../router/rules.js';
 import { checkAttachmentSource } from '../store/attachment-source.js';
 import { queueLayout, rootLayout } from '../store/layout.js';
+import { runningPid } from '../supervisor/pid-file.js';
 
 /** An option's value: the text given, or `true` for a bare `--flag` (RQ's JSON `true`). */
 type OptionValue = string | true;
 type Options = Map<string, OptionValue>;
 
-/** The CLI's mapping from error codes to exit statuses (every failure is 1, as in RQ). */
+/** The CLI's mapping from error codes to exit statuses (every failure is 1, as in RQ, but "try again", 75). */
 export const EXIT_CODES = {
   RQ_NOT_FOUND: 1,
   RQ_NOT_IN_STATE: 1,
@@ -51,6 +57,8 @@ export const EXIT_CODES = {
   RQ_DUPLICATE: 1,
   RQ_STALE: 1,
   RQ_NOT_PULL: 1,
+  RQ_UNAVAILABLE: 75,
+  RQ_OUTCOME_UNKNOWN: 1,
 } as const satisfies Record<ErrorCode, number>;
 
 /** Where a command writes, and what it resolves against (main fills it from the process). */
@@ -123,11 +131,17 @@ function queueSocket(ctx: CliContext, queue: string): string {
   throw new RqError('RQ_QUEUE_NOT_FOUND', `Queue not found: ${queue}`);
 }
 
-/** One RPC to a queue; a silent queue process or a reply that is not an array is an error. */
+/** The commands that only read: asked again when a reply is lost. */
+const READS: ReadonlySet<string> = new Set(['get_message', 'get_message_state', 'get_message_status']);
+
+/** One RPC to a queue; a silent queue process (see the file comment) or a reply that is not an array is an error. */
 async function call(ctx: CliContext, queue: string, command: string, arg: Record<string, unknown>): Promise<unknown[]> {
   const socket = queueSocket(ctx, queue);
-  const reply = await rpcCall(socket, command, JSON.stringify(arg));
-  if (reply === null) throw new RqError('RQ_QUEUE_NOT_FOUND', `Queue ${queue} is not running (no answer on ${socket})`);
+  const reply = await callRpc(socket, command, arg, {
+    peer: `Queue ${queue} on ${socket}`,
+    waitMs: runningPid(rootLayout(ctx.root)) === undefined ? 0 : RESTART_WAIT_MS,
+    repeatable: READS.has(command),
+  });
   if (!Array.isArray(reply)) {
     throw new RqError('RQ_PROTOCOL', `Queue ${queue} answered ${JSON.stringify(reply)} to ${command}, expected a JSON array`);
   }

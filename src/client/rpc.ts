@@ -4,9 +4,15 @@
  * A packet is `rq1 ` + the payload's byte length as 8 zero-padded digits + ` ` + the
  * payload. A request payload is `<command> <argument>`; a reply payload is JSON text.
  * One request and one reply per connection. A bad header drops the connection.
+ *
+ * Beyond RQ, for the commands that create a message: a client that asks for it (an
+ * argument with `"_announce": true`) first gets the packet `["allocated", <id>]`, sent
+ * once the id is allocated and before the message is committed, then the reply. So a
+ * client whose reply is lost knows whether the request got as far as a message, and
+ * which one to ask for (rpcRequest tells the ways a request can end without a reply).
  */
 import net from 'node:net';
-import { RqError, coerceError } from '../domain/errors.js';
+import { RqError, coerceError, errnoCode } from '../domain/errors.js';
 
 const MAGIC = 'rq1 ';
 const HEADER_LEN = 13;
@@ -35,7 +41,8 @@ export type PacketResult = { type: 'packet'; payload: string } | { type: 'partia
  * buffer of its announced size and every chunk is copied into it as it comes, so a packet
  * of many megabytes costs that one buffer: the chunks are not kept until the end to be
  * joined (they would then be in memory twice, and the allocator keeps the space of many
- * small chunks long after they are freed).
+ * small chunks long after they are freed). Bytes past the packet's end are kept for
+ * `next` (an announcement is followed by the reply).
  */
 class PacketBuffer {
   /** The bytes before the header is whole. */
@@ -43,10 +50,12 @@ class PacketBuffer {
   /** The whole packet's buffer once the header has been read, filled up to `filled`. */
   private packet: Buffer | undefined;
   private filled = 0;
+  /** Bytes that came after the end of `packet`. */
+  private after: Buffer[] = [];
 
   push(chunk: Buffer): void {
     if (this.packet) {
-      this.filled += chunk.copy(this.packet, this.filled);
+      this.fill(chunk);
       return;
     }
     this.head = Buffer.concat([this.head, chunk]);
@@ -55,8 +64,30 @@ class PacketBuffer {
     // A bad header is left in `head` for decodePacket to name.
     if (!/^rq1 \d{8} $/.test(header)) return;
     this.packet = Buffer.allocUnsafe(HEADER_LEN + Number(header.slice(4, 12)));
-    this.filled = this.head.copy(this.packet);
+    const head = this.head;
     this.head = Buffer.alloc(0);
+    this.fill(head);
+  }
+
+  private fill(bytes: Buffer): void {
+    const copied = bytes.copy(this.packet!, this.filled);
+    this.filled += copied;
+    if (copied < bytes.length) this.after.push(bytes.subarray(copied));
+  }
+
+  /** Start on the next packet, with the bytes that came after this one. */
+  next(): void {
+    const after = this.after;
+    this.head = Buffer.alloc(0);
+    this.packet = undefined;
+    this.filled = 0;
+    this.after = [];
+    for (const bytes of after) this.push(bytes);
+  }
+
+  /** Whether the packet decoded last had all the bytes its header announced. */
+  whole(): boolean {
+    return this.packet !== undefined && this.filled >= this.packet.length;
   }
 
   /** A packet, `partial` while more bytes are needed, or `bad`. */
@@ -93,12 +124,40 @@ export function isOk(reply: unknown): reply is ['ok', unknown] {
   return Array.isArray(reply) && reply[0] === 'ok';
 }
 
+/** The first packet a client that asked for it gets from a command that creates a message. */
+const ALLOCATED = 'allocated';
+
 /**
- * Send one request and wait for the reply. Resolves to the parsed JSON reply, or
- * `null` when the socket refuses, closes early or answers garbage, as RQ's clients do.
- * A request over the framing's size limit is refused up front (an RQ_TOO_LARGE rejection).
+ * How one request ended:
+ * - `reply`: the peer answered, in JSON;
+ * - `unsent`: no connection was made (no socket file, no process listening, a time
+ *   limit before the connect): the request reached no process, so nothing was done;
+ * - `lost`: the request was sent, and no reply came. `stopped`: the peer closed or reset
+ *   the connection without a reply, which a queue process or rq-mgr does only by
+ *   ending (also in the middle of its reply); otherwise this side stopped waiting (the
+ *   time limit, the caller's abort, a reply that is not a packet of JSON), and the peer
+ *   may still be at work. `allocated`: the id
+ *   the peer announced before its commit (asked for with `"_announce": true`).
  */
-export function rpcCall(socketPath: string, command: string, argument = '', timeoutMs = 30_000, signal?: AbortSignal): Promise<unknown> {
+export type RpcOutcome =
+  | { type: 'reply'; reply: unknown }
+  | { type: 'unsent'; why: string }
+  | { type: 'lost'; why: string; stopped: boolean; allocated?: string };
+
+export interface RpcRequestOptions {
+  /** The whole exchange's time limit (default 30 s). */
+  timeoutMs?: number;
+  /** Aborting stops waiting: closing the connection ends a wait in the peer too. */
+  signal?: AbortSignal;
+  /** The argument asks for an announcement: read `["allocated", <id>]` before the reply. */
+  announced?: boolean;
+}
+
+/**
+ * Send one request and wait for the reply (see RpcOutcome). A request over the framing's
+ * size limit is refused up front (an RQ_TOO_LARGE rejection).
+ */
+export function rpcRequest(socketPath: string, command: string, argument: string, o: RpcRequestOptions = {}): Promise<RpcOutcome> {
   let packet: Buffer;
   try {
     packet = encodePacket(command, ' ', argument);
@@ -106,42 +165,86 @@ export function rpcCall(socketPath: string, command: string, argument = '', time
     // Over the 8-digit length field (spec/rq.md §10.3): the caller's input is too large.
     return Promise.reject(new RqError('RQ_TOO_LARGE', `The ${command} request is too large for the queue socket: ${coerceError(e).message}`));
   }
+  const { timeoutMs = 30_000, signal } = o;
   return new Promise((resolve) => {
     const received = new PacketBuffer();
+    let connected = false;
+    let allocated: string | undefined;
     let settled = false;
-    const done = (value: unknown): void => {
+    const done = (value: RpcOutcome): void => {
       if (settled) return;
       settled = true;
       signal?.removeEventListener('abort', onAbort);
       sock.destroy();
       resolve(value);
     };
-    const onAbort = (): void => done(null);
+    /** No reply: `stopped` when the peer ended the connection. */
+    const lost = (why: string, stopped: boolean): void => {
+      if (!connected) done({ type: 'unsent', why });
+      else done({ type: 'lost', why, stopped, ...(allocated !== undefined ? { allocated } : {}) });
+    };
+    /** Every whole packet received: an announcement, then the reply. */
+    const read = (atEof: boolean): void => {
+      for (;;) {
+        const r = received.decode(atEof);
+        if (r.type === 'partial') return;
+        if (r.type === 'bad') {
+          lost(atEof ? 'the connection closed without a reply' : `a reply that is not a packet (${r.reason})`, atEof);
+          return;
+        }
+        if (!received.whole()) {
+          lost('the connection closed in the middle of the reply', true);
+          return;
+        }
+        const reply = parseReply(r.payload);
+        if (reply === undefined) {
+          lost('a reply that is not JSON', false);
+          return;
+        }
+        if (o.announced && allocated === undefined && Array.isArray(reply) && reply[0] === ALLOCATED && typeof reply[1] === 'string') {
+          allocated = reply[1];
+          received.next();
+          continue;
+        }
+        done({ type: 'reply', reply });
+        return;
+      }
+    };
+    const onAbort = (): void => lost('the caller stopped waiting', false);
     const sock = net.createConnection(socketPath);
-    sock.setTimeout(timeoutMs, () => done(null));
+    sock.setTimeout(timeoutMs, () => lost(`no reply within ${timeoutMs / 1000} s`, false));
     // The caller gave up (its own client left): closing the connection ends a wait in the queue process too.
     if (signal?.aborted) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });
-    sock.on('connect', () => sock.write(packet));
+    sock.on('connect', () => {
+      connected = true;
+      sock.write(packet);
+    });
     sock.on('data', (c: Buffer) => {
       received.push(c);
-      const r = received.decode(false);
-      if (r.type === 'packet') done(parseReply(r.payload));
-      else if (r.type === 'bad') done(null);
+      read(false);
     });
-    sock.on('end', () => {
-      const r = received.decode(true);
-      done(r.type === 'packet' ? parseReply(r.payload) : null);
-    });
-    sock.on('error', () => done(null));
+    sock.on('end', () => read(true));
+    sock.on('error', (e) => lost(errnoCode(e) ?? e.message, true));
   });
 }
 
+/**
+ * Send one request and wait for the reply. Resolves to the parsed JSON reply, or
+ * `null` when the socket refuses, closes early or answers garbage, as RQ's clients do.
+ * A request over the framing's size limit is refused up front (an RQ_TOO_LARGE rejection).
+ */
+export async function rpcCall(socketPath: string, command: string, argument = '', timeoutMs = 30_000, signal?: AbortSignal): Promise<unknown> {
+  const r = await rpcRequest(socketPath, command, argument, { timeoutMs, ...(signal ? { signal } : {}) });
+  return r.type === 'reply' ? r.reply : null;
+}
+
+/** A reply payload's JSON value; undefined when it is not JSON. */
 function parseReply(payload: string): unknown {
   try {
     return JSON.parse(payload);
   } catch {
-    return null;
+    return undefined;
   }
 }
 
@@ -151,6 +254,8 @@ export interface RpcConnection {
   setIdleTimeout(ms: number): void;
   /** Called once if the client closes the connection before the reply is sent. */
   onClose(listener: () => void): void;
+  /** Send `["allocated", id]` ahead of the reply; resolves once it is written (or the client is gone). */
+  announce(id: string): Promise<void>;
 }
 
 /** Serve one request per connection; `handle` returns the reply payload (JSON text). */
@@ -163,6 +268,11 @@ export function createRpcServer(handle: (command: string, argument: string, conn
     const conn: RpcConnection = {
       setIdleTimeout: (ms) => void sock.setTimeout(Math.min(ms, 2 ** 31 - 1), onTimeout),
       onClose: (listener) => void sock.once('close', listener),
+      announce: (id) =>
+        new Promise((resolve) => {
+          if (sock.destroyed) resolve();
+          else sock.write(encodePacket(JSON.stringify([ALLOCATED, id])), () => resolve());
+        }),
     };
     const tryHandle = (atEof: boolean): void => {
       if (handled) return;

@@ -23,6 +23,8 @@ export const ERROR_CODES = {
   RQ_DUPLICATE: 'a message with that external id is already in the queue',
   RQ_STALE: 'the message changed since the revision the request names',
   RQ_NOT_PULL: 'the queue runs a script, so external workers cannot lease its messages',
+  RQ_UNAVAILABLE: 'the queue process is restarting or not answering; the request was not done (or is harmless to repeat): try again',
+  RQ_OUTCOME_UNKNOWN: 'the queue process stopped before it answered, so the request may have been done; ask before you try again',
 } as const;
 export type ErrorCode = keyof typeof ERROR_CODES;
 

@@ -50,6 +50,7 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import qs from 'qs';
+import { RESTART_RETRY_AFTER_S } from '../client/call.js';
 import { RqError, explain, type ErrorCode } from '../domain/errors.js';
 import { browserHostNames } from '../domain/main-config.js';
 import { MAX_JSON_DEPTH, isTooDeep } from '../domain/json-depth.js';
@@ -152,11 +153,13 @@ const INVALID_QUEUE = refuse(400, 'invalid queue name');
 const CLOSED_QUEUE = refuse(403, 'queue belongs to a protected lmstfy namespace');
 const TOO_LARGE = refuse(413, 'job too large');
 const BUSY = refuse(503, 'server busy, try again later');
+const RESTART_RETRY = { 'Retry-After': String(RESTART_RETRY_AFTER_S) };
 const INTERNAL = refuse(500, 'internal error');
 
 /**
  * Every RqError code as a Cloudq reply. A missing or no-longer-deletable job is the
- * §4.3 404; rq-mgr, a queue process or the disk failing is the §4.4 500 (detail logged).
+ * §4.3 404; rq-mgr, a queue process or the disk failing is the §4.4 500 (detail logged);
+ * a queue process that is restarting is a 503 with `Retry-After` (client/call.ts).
  */
 const REPLY_OF = {
   RQ_NOT_FOUND: refuse(404, 'job not found'),
@@ -177,6 +180,8 @@ const REPLY_OF = {
   RQ_PROTOCOL: INTERNAL,
   RQ_CONFIG: INTERNAL,
   RQ_UPSTREAM: INTERNAL,
+  RQ_UNAVAILABLE: { ...refuse(503, 'queue is restarting, try again later'), headers: RESTART_RETRY },
+  RQ_OUTCOME_UNKNOWN: { ...refuse(503, 'queue stopped before it answered: the request may have been done'), headers: RESTART_RETRY },
 } as const satisfies Record<ErrorCode, Reply>;
 
 /** The reply for anything a handler threw. */

@@ -33,6 +33,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { ulid } from 'ulid';
+import { restartHeaders } from '../client/call.js';
 import { explain, RqError } from '../domain/errors.js';
 import { browserHostNames } from '../domain/main-config.js';
 import { isPlainObject } from '../domain/message.js';
@@ -471,7 +472,8 @@ class LmstfyDoor {
       const r = ERROR_REPLIES[e.code];
       if (r.status >= 500) this.log.error({ ...where, code: e.code, err: explain(e) }, 'lmstfy request failed');
       else this.log.debug({ ...where, code: e.code, err: e.message }, 'lmstfy request refused');
-      return fail(r.status, r.error);
+      const headers = restartHeaders(e);
+      return { ...fail(r.status, r.error), ...(headers ? { headers } : {}) };
     }
     this.log.error({ ...where, err: explain(e) }, 'lmstfy request failed');
     return fail(500, 'internal error');

@@ -10,15 +10,17 @@
  *   has a ready message (listed order is priority); when none has one it waits on all of
  *   them at once, keeps the first message that comes, cancels the other waits, and hands
  *   back (refunds) any message a cancelled wait leased in the race, so none is lost;
- * - a queue process that is restarting (no answer) is asked again for a few seconds, and
- *   a wait goes on across its restart.
+ * - a queue process that is restarting is asked again for a few seconds (client/call.ts:
+ *   a command is sent again only when that cannot do it twice; a publish whose reply
+ *   was lost is settled by the id it announced), and a wait goes on across its restart.
  *
  * A queue that does not exist reads as empty: it has no ready message, no dead letter.
- * Every refusal is an RqError with the queue's code (`["fail", text, code]` on the wire).
+ * Every refusal is an RqError with the queue's code (`["fail", text, code]` on the wire);
+ * a queue process that cannot be asked is RQ_UNAVAILABLE or RQ_OUTCOME_UNKNOWN.
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { rpcCall } from '../client/rpc.js';
+import { RESTART_WAIT_MS, callRpc } from '../client/call.js';
 import { RqError, isErrorCode } from '../domain/errors.js';
 import { isValidQueueName } from '../domain/names.js';
 import type { State } from '../domain/states.js';
@@ -110,13 +112,15 @@ export interface PullStats {
 }
 
 const NO_STATS: PullStats = { ready: 0, delayed: 0, leased: 0, dead: 0, evicted: 0, started: 0 };
-/** How long a call retries a queue process that does not answer (it may be restarting). */
-const RETRY_MS = 5_000;
 const CALL_TIMEOUT_MS = 30_000;
+/**
+ * The commands that a queue process may be sent again after their reply was lost: reads,
+ * and changes that end the same when made twice. A lease made twice leaves the first
+ * one's message leased until its TTR, as any lease whose worker went away.
+ */
+const REPEATABLE: ReadonlySet<string> = new Set(['lease', 'cancel_wait', 'peek', 'list', 'pull_stats', 'result_wait', 'set', 'touch']);
 /** A lease's TTR, the longest a `result_wait` with grace may outlast its wait (Workq's TTR limit is 24 h). */
 const DAY_MS = 86_400_000;
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export class PullClient {
   private readonly root: RootLayout;
@@ -139,35 +143,38 @@ export class PullClient {
     return isValidQueueName(queue) && fs.existsSync(queueLayout(this.root, queue).configFile);
   }
 
-  /** Make a pull queue unless it exists (rq-mgr `create_pull_queue`). */
+  /** Make a pull queue unless it exists (rq-mgr `create_pull_queue`; asking again once it exists is harmless). */
   async ensure(queue: string): Promise<void> {
     if (this.exists(queue)) return;
-    const reply = await rpcCall(this.root.mgrSocket, 'create_pull_queue', queue, CALL_TIMEOUT_MS);
+    const reply = await callRpc(this.root.mgrSocket, 'create_pull_queue', queue, { peer: 'rq-mgr', timeoutMs: CALL_TIMEOUT_MS, repeatable: true });
     if (!Array.isArray(reply) || reply[0] !== 'ok') {
       throw new RqError('RQ_UPSTREAM', `rq-mgr did not make queue ${queue}: ${JSON.stringify(reply)}`);
     }
   }
 
   /**
-   * One command, its `["ok", value]` unwrapped. A queue process that does not answer is
-   * asked again for RETRY_MS (a restart), then RQ_UPSTREAM; `["fail", text, code]` throws.
+   * One command, its `["ok", value]` unwrapped; `["fail", text, code]` throws. A queue
+   * process that does not answer (a restart) is waited for as client/call.ts says, then
+   * RQ_UNAVAILABLE, or RQ_OUTCOME_UNKNOWN for a change that may have been made.
    */
   async call(queue: string, command: string, arg: Record<string, unknown>, timeoutMs = CALL_TIMEOUT_MS, signal?: AbortSignal): Promise<unknown> {
     if (!isValidQueueName(queue)) throw new RqError('RQ_QUEUE_NOT_FOUND', `invalid queue name ${JSON.stringify(queue)}`);
-    const socket = queueLayout(this.root, queue).socket;
-    const until = Date.now() + RETRY_MS;
-    for (;;) {
-      const reply = await rpcCall(socket, command, JSON.stringify(arg), timeoutMs, signal);
-      if (Array.isArray(reply) && reply[0] === 'ok') return reply[1];
-      if (Array.isArray(reply) && reply[0] === 'fail') {
-        const text = String(reply[1]);
-        if (text === 'status: DOWN') throw new RqError('RQ_QUEUE_DOWN', `queue ${queue} is DOWN`);
-        throw new RqError(isErrorCode(reply[2]) ? reply[2] : 'RQ_UPSTREAM', text);
-      }
-      if (reply !== null) throw new RqError('RQ_UPSTREAM', `queue ${queue} answered ${JSON.stringify(reply)}`);
-      if (Date.now() > until || signal?.aborted) throw new RqError('RQ_UPSTREAM', `queue ${queue} does not answer`);
-      await sleep(100);
+    const reply = await callRpc(queueLayout(this.root, queue).socket, command, arg, {
+      peer: `Queue ${queue}`,
+      timeoutMs,
+      waitMs: RESTART_WAIT_MS,
+      ...(signal ? { signal } : {}),
+      repeatable: REPEATABLE.has(command),
+      // A publish that announced its id before the queue process stopped made that message, or none.
+      ...(command === 'publish' ? { created: (id: string) => ['ok', { id, ext_id: arg['ext_id'] ?? null }] } : {}),
+    });
+    if (Array.isArray(reply) && reply[0] === 'ok') return reply[1];
+    if (Array.isArray(reply) && reply[0] === 'fail') {
+      const text = String(reply[1]);
+      if (text === 'status: DOWN') throw new RqError('RQ_QUEUE_DOWN', `queue ${queue} is DOWN`);
+      throw new RqError(isErrorCode(reply[2]) ? reply[2] : 'RQ_UPSTREAM', text);
     }
+    throw new RqError('RQ_UPSTREAM', `queue ${queue} answered ${JSON.stringify(reply)}`);
   }
 
   async publish(queue: string, input: PublishInput): Promise<{ id: string; ext_id: string | null }> {
@@ -218,7 +225,7 @@ export class PullClient {
         try {
           jobs = (await this.call(q, 'lease', { ...arg, count: 1, wait_ms: left, waiter }, left + CALL_TIMEOUT_MS)) as PulledJob[];
         } catch (e) {
-          if (e instanceof RqError && e.code === 'RQ_UPSTREAM') continue;
+          if (e instanceof RqError && e.code === 'RQ_UNAVAILABLE') continue;
           throw e;
         }
         for (const job of jobs) {
@@ -302,7 +309,7 @@ export class PullClient {
       } catch (e) {
         if (o.signal?.aborted) return null;
         // The queue process went away mid-wait: ask the new one, with the time that is left.
-        if (!(e instanceof RqError && e.code === 'RQ_UPSTREAM') || Date.now() >= deadline + RETRY_MS) throw e;
+        if (!(e instanceof RqError && e.code === 'RQ_UNAVAILABLE') || Date.now() >= deadline + RESTART_WAIT_MS) throw e;
       }
     }
   }

@@ -98,6 +98,8 @@ const REPLIES = {
   RQ_PROTOCOL: { status: 500, phrase: null },
   RQ_CONFIG: { status: 500, phrase: null },
   RQ_UPSTREAM: { status: 500, phrase: null },
+  RQ_UNAVAILABLE: { status: 503, phrase: 'That queue is just getting up again. Do try again in a moment.' },
+  RQ_OUTCOME_UNKNOWN: { status: 503, phrase: 'That queue nodded off before it could answer; it may have done as you asked. Do look before you ask again.' },
 } as const satisfies Record<ErrorCode, { status: number; phrase: string | null }>;
 
 /** Refusals made here, whose message is the text to send (an RqError from the queues sends its code's phrase). */

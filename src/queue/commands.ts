@@ -14,6 +14,9 @@
  * element, `["fail", text, code]`, which RQ's two-element readers ignore. So do the
  * refusals of `run_message` and `clone_message`, which the web turns into an HTTP status.
  * An argument nested deeper than MAX_JSON_DEPTH is refused before any command sees it.
+ * The commands that create a message (`create_message`, `prep_message`, `single_que`,
+ * `publish`) announce its id before the commit when the argument has `"_announce": true`
+ * (rpc.ts): the full id, or the short id for `publish`, as their replies name it.
  *
  * The admin flags are re-read for `status` and `stats` only (spec/rq.md §1.11). The DOWN
  * check uses the value last read, which the flag files' watch (hints.ts) keeps current:
@@ -28,12 +31,19 @@ import { isPlainObject } from '../domain/message.js';
 import { parseCleanArgument } from '../domain/retention.js';
 import { STATES, isState, type State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
+import type { Allocated } from '../store/message-store.js';
 import type { QueueEngine, SearchQuery } from './queue-engine.js';
 
 type Handler = (engine: QueueEngine, arg: Record<string, unknown>, conn?: RpcConnection) => unknown;
 
 /** Commands that answer even while the queue is admin DOWN. */
 const NO_DOWN_CHECK = new Set(['ping', 'uptime', 'config', 'status', 'shutdown', 'num_messages', 'messages', 'stats']);
+
+/** The announcement of a new message's id to a client that asked for it (`"_announce": true`), `shown` as its reply names it. */
+function announcer(arg: Record<string, unknown>, conn: RpcConnection | undefined, shown: (shortId: string) => string): Allocated | undefined {
+  if (arg['_announce'] !== true || conn === undefined) return undefined;
+  return (shortId) => conn.announce(shown(shortId));
+}
 
 /** The short id of `msg_id`; a full id (message URL) is split with RQ's pattern. */
 function msgId(arg: Record<string, unknown>): string {
@@ -133,9 +143,9 @@ const COMMANDS: Record<string, Handler> = {
   },
   // Beyond RQ: remove the done, relayed and err messages over the queue's limits (housekeeping.ts).
   clean: async (e, arg) => ['ok', await e.housekeeping.clean(e.config.cleaner, parseCleanArgument(arg))],
-  create_message: async (e, arg) => ['ok', await e.create(arg, 'que')],
-  prep_message: async (e, arg) => ['ok', await e.create(arg, 'prep')],
-  single_que: async (e, arg) => ['ok', await e.singleQue(arg)],
+  create_message: async (e, arg, conn) => ['ok', await e.create(arg, 'que', announcer(arg, conn, (id) => e.fullId(id)))],
+  prep_message: async (e, arg, conn) => ['ok', await e.create(arg, 'prep', announcer(arg, conn, (id) => e.fullId(id)))],
+  single_que: async (e, arg, conn) => ['ok', await e.singleQue(arg, announcer(arg, conn, (id) => e.fullId(id)))],
   commit_message: async (e, arg) => {
     await e.commit(msgId(arg));
     return ['ok', 'msg commited'];
@@ -170,7 +180,7 @@ const COMMANDS: Record<string, Handler> = {
   },
   clone_message: async (e, arg) => ['ok', await e.clone(msgId(arg))],
   // Beyond RQ: the pull model (pull.ts), for external workers and the protocol front doors.
-  publish: async (e, arg) => ['ok', await e.pull.publish(arg)],
+  publish: async (e, arg, conn) => ['ok', await e.pull.publish(arg, announcer(arg, conn, (id) => id))],
   lease: async (e, arg, conn) => ['ok', await e.pull.lease(arg, conn)],
   cancel_wait: (e, arg) => ['ok', e.pull.cancelWait(arg)],
   ack: async (e, arg) => ['ok', await e.pull.ack(arg)],

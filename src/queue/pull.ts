@@ -39,7 +39,7 @@ import { emptyTrash } from '../store/disk-usage.js';
 import { isValidQueueName } from '../domain/names.js';
 import { EXT_ID_FILE, extIdIndex, markerContent, type ExtIdIndex, type ExtIdTarget } from '../store/ext-ids.js';
 import { queueLayout, type QueueLayout } from '../store/layout.js';
-import type { CreateOptions, MessageStore, MoveOptions } from '../store/message-store.js';
+import type { Allocated, CreateOptions, MessageStore, MoveOptions } from '../store/message-store.js';
 import { entryFromMessage, type QueEntry } from '../store/que-index.js';
 import type { MessageLocks } from './message-locks.js';
 import type { QueList } from './que-list.js';
@@ -87,7 +87,7 @@ export interface PullHost {
   /** A message left for a final state or was removed from one: keep the counts. */
   counted(event: { to: 'done' | 'err' } | { from: 'err' | 'done' }, id: string): void;
   /** Make a message (the engine's create) with these attachments, and its external id's marker. */
-  create(input: MessageInput, extra: (msg: Message) => void, files: Record<string, Buffer>, marker: CreateOptions['marker']): Promise<Message>;
+  create(input: MessageInput, extra: (msg: Message) => void, files: Record<string, Buffer>, marker: CreateOptions['marker'], allocated?: Allocated): Promise<Message>;
 }
 
 /** A message as the pull commands show it (the front doors' PulledJob). */
@@ -436,10 +436,11 @@ export class PullDesk {
     if (!this.h.isPull()) throw new RqError('RQ_NOT_PULL', `queue ${this.h.name} runs a script; external workers cannot use it`);
   }
 
-  async publish(arg: Record<string, unknown>): Promise<{ id: string; ext_id: string | null }> {
+  /** publish; `allocated` is told the new id before the commit. */
+  async publish(arg: Record<string, unknown>, allocated?: Allocated): Promise<{ id: string; ext_id: string | null }> {
     this.needPull();
     const f = publishFields(arg);
-    const msg = await this.createMessage(f);
+    const msg = await this.createMessage(f, allocated);
     return { id: msg.msg_id, ext_id: msg.ext_id ?? null };
   }
 
@@ -928,7 +929,7 @@ export class PullDesk {
   }
 
   /** A new pull message: payload, external id (claimed first, fsynced with the commit), the pull fields. */
-  private async createMessage(f: PublishFields): Promise<Message> {
+  private async createMessage(f: PublishFields, allocated?: Allocated): Promise<Message> {
     const { extId } = f;
     const input: MessageInput = { dest: this.h.name, src: f.src, ...f.params };
     const files = f.payload ? { [PAYLOAD]: f.payload } : {};
@@ -958,6 +959,7 @@ export class PullDesk {
                   this.creating.set(claimed, new Promise((r) => (settle = r)));
                 },
               },
+        allocated,
       );
     } finally {
       if (claimed !== undefined) this.creating.delete(claimed);

@@ -34,7 +34,7 @@ import { checkAttachmentSource } from '../store/attachment-source.js';
 import { attachmentNames, hashFile } from '../store/attachments.js';
 import type { GroupCommitter } from '../store/group-commit.js';
 import type { QueueLayout, RootLayout } from '../store/layout.js';
-import type { MessageStore, JobStatus } from '../store/message-store.js';
+import type { Allocated, MessageStore, JobStatus } from '../store/message-store.js';
 import { BigParam, entryFromMessage, journalLine, readIndex, writeIndex, type QueEntry } from '../store/que-index.js';
 import { decideOutcome, type RunOutcome } from '../worker/outcome.js';
 import { isCompletion, parseLine, type Completion, type WorkerReport } from '../worker/pipe-protocol.js';
@@ -109,7 +109,7 @@ interface RunEntry {
 }
 
 /** Calls a queue's command by name: this queue in-process, any other over its socket. */
-export type QueueCaller = (queue: string, command: string, arg: unknown) => Promise<unknown>;
+export type QueueCaller = (queue: string, command: string, arg: Record<string, unknown>) => Promise<unknown>;
 
 export interface EngineDeps {
   root: RootLayout;
@@ -306,7 +306,7 @@ export class QueueEngine {
           this.stats.messageFinished('done');
         }
       },
-      create: async (input, extra, files, marker) => {
+      create: async (input, extra, files, marker, allocated) => {
         const { msg, entry } = await this.d.store.create(
           (id) => {
             const m = buildMessage(input, id, this.fullId(id), nowSec());
@@ -314,7 +314,7 @@ export class QueueEngine {
             return m;
           },
           'que',
-          { files, ...(marker ? { marker } : {}) },
+          { files, ...(marker ? { marker } : {}), ...(allocated ? { allocated } : {}) },
         );
         this.stats.messageCreated();
         this.queued(entry!);
@@ -811,10 +811,10 @@ export class QueueEngine {
 
   // ───────────────────────────── creating ─────────────────────────────
 
-  /** create_message / prep_message (spec/rq.md §2.2). Returns the full id. */
-  async create(input: MessageInput, to: 'que' | 'prep'): Promise<string> {
+  /** create_message / prep_message (spec/rq.md §2.2); `allocated` is told the new id before the commit. Returns the full id. */
+  async create(input: MessageInput, to: 'que' | 'prep', allocated?: Allocated): Promise<string> {
     if (!('dest' in input)) throw new RqError('RQ_BAD_MESSAGE', 'input missing required "dest" parameter');
-    const { msg, entry } = await this.d.store.create((id) => buildMessage(input, id, this.fullId(id), nowSec()), to);
+    const { msg, entry } = await this.d.store.create((id) => buildMessage(input, id, this.fullId(id), nowSec()), to, allocated ? { allocated } : {});
     this.stats.messageCreated();
     if (entry) this.queued(entry);
     else this.prep.push(msg.msg_id);
@@ -836,10 +836,10 @@ export class QueueEngine {
   }
 
   /** single_que: the first waiting message's id if any is waiting, else a new message. */
-  async singleQue(input: MessageInput): Promise<string> {
+  async singleQue(input: MessageInput, allocated?: Allocated): Promise<string> {
     const first = this.que.slice(0, 1)[0];
     if (first) return this.fullId(first.id);
-    return this.create(input, 'que');
+    return this.create(input, 'que', allocated);
   }
 
   /** commit_message (prep → que). */

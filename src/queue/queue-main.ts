@@ -20,7 +20,8 @@ import { isValidQueueName } from '../domain/names.js';
 import { parseQueueConfig } from '../domain/queue-config.js';
 import { installRoot } from '../lib/install-root.js';
 import { createLogger } from '../lib/logger.js';
-import { createRpcServer, listenOwnerOnly, rpcCall } from '../client/rpc.js';
+import { RESTART_WAIT_MS, callRpc } from '../client/call.js';
+import { createRpcServer, listenOwnerOnly } from '../client/rpc.js';
 import { readMainConfig } from '../store/config-files.js';
 import { createGroupCommitter } from '../store/group-commit.js';
 import { ensureQueueDirs, queueLayout, rootLayout } from '../store/layout.js';
@@ -76,9 +77,9 @@ const engine: QueueEngine = new QueueEngine(
     committer,
     log,
     callQueue: async (queue, command, arg) => {
-      const argument = JSON.stringify(arg);
-      if (queue === name) return runCommand(engine, log, command, argument);
-      return rpcCall(queueLayout(root, queue).socket, command, argument);
+      if (queue === name) return runCommand(engine, log, command, JSON.stringify(arg));
+      // Another queue's process may be restarting: wait for it; a create is settled by its id (client/call.ts).
+      return callRpc(queueLayout(root, queue).socket, command, arg, { peer: `Queue ${queue}`, waitMs: RESTART_WAIT_MS });
     },
     spawner,
     indexCompactLines: Number(process.env['RQ_INDEX_COMPACT_LINES'] ?? 50_000),

@@ -48,7 +48,12 @@ export interface CreateOptions {
    * `dir` is fsynced with the commit.
    */
   marker?: (msg: Message) => { content: Buffer; claim: (file: string) => void; dir: string } | undefined;
+  /** Called with the new id once everything is written, and awaited before the commit (an RPC client's announcement). */
+  allocated?: Allocated;
 }
+
+/** Told a new message's short id before its commit; the commit waits for it. */
+export type Allocated = (shortId: string) => Promise<void>;
 
 /** A new message, with its que index entry when it went straight to `que`. */
 export interface Created {
@@ -280,6 +285,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
           syncDirs.push(marker.dir);
         }
         fds.push(fs.openSync(tmpDir, 'r'));
+        await opts.allocated?.(shortId);
       } catch (e) {
         for (const fd of fds) fs.closeSync(fd);
         fs.rmSync(tmpDir, { recursive: true, force: true });

@@ -7,11 +7,15 @@
  * logged. The reply is `["fail", reason]` for a `.json` route or `x_format=json`; else
  * every 404 is the Not Found page; any other status is a page for a browser (its Accept
  * prefers HTML) and RQ's plain `<status> - <text>` for curl, scripts and RQ's clients.
+ * Every error reply names its stable code in `X-RQ-Error` (RQ_UNAVAILABLE: send again;
+ * RQ_OUTCOME_UNKNOWN: it may have been done), and a queue process that is restarting
+ * gets `Retry-After`.
  *
  * The web only reads message files and logs; every change goes through an RPC.
  */
 import http from 'node:http';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { restartHeaders } from '../client/call.js';
 import { RqError, coerceError } from '../domain/errors.js';
 import type { MainConfig } from '../domain/main-config.js';
 import type { Logger } from '../lib/logger.js';
@@ -101,6 +105,9 @@ export function createApp(deps: AppDeps): Express {
     const failure = known ?? webError('RQ_IO', 'Internal Server Error');
     const status = statusOf(failure);
     const reason = reasonOf(failure);
+    res.setHeader('X-RQ-Error', failure.code);
+    const retry = restartHeaders(failure);
+    if (retry) res.set(retry);
     if (status === 404) log.debug({ url: req.originalUrl, reason }, 'not found');
     const style = errorStyle(req);
     if (style === 'json') {

@@ -4,9 +4,15 @@
  * It also owns the questions answered from the disk without a process: does a queue
  * exist, which process is rq-mgr, is the host in router mode (spec/rq.md §7.6). Queue
  * names are checked here, before any path is built from them.
+ *
+ * Two ways to ask: `queue` and `mgr` give RQ's null when there is no answer (the
+ * dashboard's probes, which show a queue that does not answer); `send` and `sendMgr`
+ * never do: they wait for a queue process that is restarting, and otherwise throw
+ * RQ_UNAVAILABLE or RQ_OUTCOME_UNKNOWN (client/call.ts), a 503.
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { RESTART_WAIT_MS, callRpc } from '../client/call.js';
 import { rpcCall } from '../client/rpc.js';
 import { BUILTIN_QUEUES, isValidQueueName } from '../domain/names.js';
 import { RULES_FILE_NAME } from '../router/rules.js';
@@ -21,6 +27,14 @@ export interface Gateway {
   mgr(command: string, arg?: unknown, timeoutMs?: number): Promise<unknown>;
   /** A queue's RPC; null when its process does not answer. */
   queue(name: string, command: string, arg?: unknown, timeoutMs?: number): Promise<unknown>;
+  /**
+   * A queue's RPC across a restart of its process: the reply, or RQ_UNAVAILABLE /
+   * RQ_OUTCOME_UNKNOWN. `repeatable`: sending it twice does no harm (reads). RQ's create
+   * commands announce their id, so a lost reply is settled by it.
+   */
+  send(name: string, command: string, arg: Record<string, unknown>, o?: { repeatable?: boolean; timeoutMs?: number }): Promise<unknown>;
+  /** rq-mgr's RPC: the reply, or RQ_UNAVAILABLE (not sent) / RQ_OUTCOME_UNKNOWN (no reply). */
+  sendMgr(command: string, arg: string): Promise<unknown>;
   /** The queue that serves message routes for `name` (router mode, §7.6). */
   routed(name: string): string;
   /** The layout of an existing queue; a 404 `Queue not found` error otherwise. */
@@ -51,6 +65,16 @@ export function createGateway(root: RootLayout): Gateway {
       if (!isValidQueueName(name)) return Promise.resolve(null);
       return rpcCall(queueLayout(root, name).socket, command, encodeArg(arg), timeoutMs);
     },
+    send: async (name, command, arg, o = {}) => {
+      if (!isValidQueueName(name)) throw webError('RQ_QUEUE_NOT_FOUND', 'Queue not found');
+      return callRpc(queueLayout(root, name).socket, command, arg, {
+        peer: `Queue ${name}`,
+        timeoutMs: o.timeoutMs ?? 10_000,
+        waitMs: RESTART_WAIT_MS,
+        repeatable: o.repeatable === true,
+      });
+    },
+    sendMgr: (command, arg) => callRpc(root.mgrSocket, command, arg, { peer: 'rq-mgr', timeoutMs: 10_000 }),
     routed: (name) => (name !== 'relay' && name !== 'cleaner' && fs.existsSync(routerRules) ? 'rq_router' : name),
     existing(name) {
       if (isValidQueueName(name)) {

@@ -1,9 +1,10 @@
 /**
  * Message lookups shared by the message and file routes: the id is checked against its
  * grammar before anything else (spec/rq.md §10.2), the queue is resolved through router
- * mode (§7.6), and a failed RPC is RQ's 404 `Message ID not found`. The message
- * directory comes from the queue's own answer (`get_message_status` path), never from a
- * path built out of the request.
+ * mode (§7.6), and a refusal is RQ's 404 `Message ID not found`; a queue process that
+ * does not answer (RQ: a 404 too) is waited for while it restarts, then a 503. The
+ * message directory comes from the queue's own answer (`get_message_status` path), never
+ * from a path built out of the request.
  */
 import path from 'node:path';
 import { isOk } from '../client/rpc.js';
@@ -45,25 +46,30 @@ export function checkFileName(name: string, what: string): string {
  * queue did not answer or refused to (e.g. `status: DOWN`).
  */
 export async function findMessage(gw: Gateway, queue: string, id: string, timeoutMs?: number): Promise<MessageLocation | 'missing' | undefined> {
-  const reply = await gw.queue(queue, 'get_message_status', { msg_id: id }, timeoutMs);
+  return locationOf(gw, queue, id, await gw.queue(queue, 'get_message_status', { msg_id: id }, timeoutMs));
+}
+
+/** A `get_message_status` reply as findMessage answers. */
+function locationOf(gw: Gateway, queue: string, id: string, reply: unknown): MessageLocation | 'missing' | undefined {
   if (!isOk(reply)) return Array.isArray(reply) && reply[1] === 'msg not found' ? 'missing' : undefined;
   const { path: rel, status, state } = reply[1] as { path: string; status: string; state: State };
   return { queue, id, state, status, dir: path.resolve(gw.root.root, rel) };
 }
 
-/** The message `raw` of queue `name` (routed), or a 404. */
+/** The message `raw` of queue `name` (routed), or a 404; a 503 when the queue process does not answer. */
 export async function locateMessage(gw: Gateway, name: string, raw: string): Promise<MessageLocation> {
   gw.existing(name);
-  const loc = await findMessage(gw, gw.routed(name), checkMsgId(raw));
+  const [queue, id] = [gw.routed(name), checkMsgId(raw)];
+  const loc = locationOf(gw, queue, id, await gw.send(queue, 'get_message_status', { msg_id: id }, { repeatable: true }));
   if (typeof loc !== 'object') throw webError('RQ_NOT_FOUND', 'Message ID not found');
   return loc;
 }
 
-/** The checked short id and the read view of a message (§1.10) from `get_message`, or a 404. */
+/** The checked short id and the read view of a message (§1.10) from `get_message`, or a 404; a 503 when the queue process does not answer. */
 export async function messageView(gw: Gateway, name: string, raw: string): Promise<{ id: string; view: Record<string, unknown> }> {
   gw.existing(name);
   const id = checkMsgId(raw);
-  const reply = await gw.queue(gw.routed(name), 'get_message', { msg_id: id });
+  const reply = await gw.send(gw.routed(name), 'get_message', { msg_id: id }, { repeatable: true });
   if (!isOk(reply)) throw webError('RQ_NOT_FOUND', 'Message ID not found');
   return { id, view: reply[1] as Record<string, unknown> };
 }

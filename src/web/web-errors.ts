@@ -27,6 +27,8 @@ const HTTP_STATUS = {
   RQ_DUPLICATE: 409,
   RQ_STALE: 409,
   RQ_NOT_PULL: 409,
+  RQ_UNAVAILABLE: 503,
+  RQ_OUTCOME_UNKNOWN: 503,
 } as const satisfies Record<ErrorCode, number>;
 
 /** An error whose body is exactly `text` (RQ's bare texts), not `<status> - <text>`. */

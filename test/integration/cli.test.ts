@@ -240,11 +240,13 @@ describe('bin/rq failures', () => {
     expectCrashLine(await rq('single_que', '--dest', 'http://127.0.0.1:3333/q/q1'), 'Queue not found: http://127.0.0.1:3333/q/q1');
   });
 
-  it('says when the queue process is not running', async () => {
+  it('says when the queue process is not running, and that nothing was done (exit 75: try again)', async () => {
     t.addQueue({ name: 'q1' });
     const socket = path.join(t.root, 'queues', 'q1', 'queue.sock');
-    expectCrashLine(await rq('sendmesg', '--dest', 'q1'), `Queue q1 is not running (no answer on ${socket})`);
-    expectCrashLine(await rq('state', '--msg_id', 'http://127.0.0.1:3333/q/q1/20261121.0527.42.578.1'), `Queue q1 is not running (no answer on ${socket})`);
+    const send = await rq('sendmesg', '--dest', 'q1');
+    expect(send).toEqual({ code: 75, stdout: '', stderr: `Queue q1 on ${socket} is not answering (ENOENT), and nothing was done: try again\n` });
+    const state = await rq('state', '--msg_id', 'http://127.0.0.1:3333/q/q1/20261121.0527.42.578.1');
+    expect(state).toEqual({ code: 75, stdout: '', stderr: `Queue q1 on ${socket} is not answering (ENOENT): try again\n` });
   });
 
   it('refuses a URL destination without --relay-ok', async () => {

@@ -137,6 +137,36 @@ describe('queue process RPC', () => {
     expect(await t.rpc('q1', 'delete_attach_message', { msg_id: id, attachment_name: 'payload.bin' })).toEqual(['fail', 'msg not in prep']);
   });
 
+  it('announces a new message\'s id before its reply when asked ("_announce": true), and only then', async () => {
+    t.addQueue({ name: 'q1', num_workers: 0 });
+    t.addQueue({ name: 'p1' });
+    fs.writeFileSync(path.join(t.queueDir('p1'), 'config.json'), JSON.stringify({ name: 'p1', script: '', num_workers: 0 })); // a pull queue
+    await Promise.all([t.start('q1'), t.start('p1')]);
+    /** Every byte the queue sends for one request. */
+    const exchange = (queue: string, command: string, arg: unknown): Promise<string> =>
+      new Promise((resolve) => {
+        const s = net.createConnection(path.join(t.queueDir(queue), 'queue.sock'));
+        let got = '';
+        s.on('connect', () => s.write(encodePacket(command, ' ', JSON.stringify(arg))));
+        s.on('data', (c: Buffer) => (got += c.toString()));
+        s.on('close', () => resolve(got));
+      });
+    const packets = (bytes: string): unknown[] => [...bytes.matchAll(/rq1 \d{8} (\[[^\]]*\])/g)].map((m) => JSON.parse(m[1]!) as unknown);
+    const fullId = expect.stringMatching(/^http:\/\/127\.0\.0\.1:3333\/q\/q1\/\d{8}\.\d{4}\.\d\d\.\d{3}\.\d+$/);
+    // single_que first, on an empty queue: it makes a message.
+    for (const command of ['single_que', 'create_message', 'prep_message']) {
+      const [announced, reply, ...rest] = packets(await exchange('q1', command, { dest: 'q1', _announce: true }));
+      expect({ command, reply, rest }).toEqual({ command, reply: ['ok', fullId], rest: [] });
+      expect(announced).toEqual(['allocated', (reply as string[])[1]]);
+    }
+    // single_que with a message waiting makes none, and announces none.
+    expect(packets(await exchange('q1', 'single_que', { dest: 'q1', _announce: true }))).toEqual([['ok', fullId]]);
+    expect(packets(await exchange('q1', 'create_message', { dest: 'q1' }))).toEqual([['ok', fullId]]);
+    const [announced, reply] = packets(await exchange('p1', 'publish', { payload: 'eA==', _announce: true }));
+    expect(reply).toEqual(['ok', { id: expect.stringMatching(SHORT_ID_RE), ext_id: null }]);
+    expect(announced).toEqual(['allocated', (reply as [string, { id: string }])[1].id]);
+  });
+
   it('single_que returns the waiting message instead of creating another', async () => {
     t.addQueue({ name: 'q1', num_workers: 0 });
     await t.start('q1');

@@ -131,7 +131,7 @@ describe('queue routes', () => {
       expect(html).toContain('<pre>err:</pre><pre id="err-erring">2   </pre>');
     });
 
-    it('answers while a queue process hangs, showing that queue DOWN with - cells (q.json: counts {}; .json: 500)', async () => {
+    it('answers while a queue process hangs, showing that queue DOWN with - cells (q.json: counts {}; .json: 503)', async () => {
       const pid = t().pidIn('queues/hung/queue.pid')!;
       process.kill(pid, 'SIGSTOP');
       try {
@@ -156,7 +156,7 @@ describe('queue routes', () => {
         expect(txt!.text).toBe('status: DOWN\n');
         expect(page!.text).toContain('queue is COMPLETELY DOWN (not answering)');
         expect(page!.text).toContain('Nothing to display.');
-        expect(qjson).toEqual({ status: 500, text: '["fail","Queue hung is not answering"]' });
+        expect(qjson).toEqual({ status: 503, text: '["fail","Queue hung is not answering"]' });
       } finally {
         process.kill(pid, 'SIGCONT');
       }

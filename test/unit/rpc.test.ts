@@ -3,7 +3,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MAX_PAYLOAD, createRpcServer, decodePacket, encodePacket, rpcCall, splitRequest } from '../../src/client/rpc.js';
+import { MAX_PAYLOAD, createRpcServer, decodePacket, encodePacket, rpcCall, rpcRequest, splitRequest } from '../../src/client/rpc.js';
 import { useScratchDir } from '../helpers/ops-tools.js';
 
 describe('encodePacket', () => {
@@ -227,6 +227,56 @@ describe('rpcCall against createRpcServer on a Unix socket', () => {
     await expect(rpcCall(path.join(dir, 'nobody.sock'), 'create_message', 'x'.repeat(MAX_PAYLOAD))).rejects.toMatchObject({
       code: 'RQ_TOO_LARGE',
       message: expect.stringMatching(/^The create_message request is too large for the queue socket: RPC payload of \d+ bytes is over 99999999$/),
+    });
+  });
+
+  it('tells a request that reached no process (unsent) from one whose reply was lost', async () => {
+    expect(await rpcRequest(path.join(dir, 'nobody.sock'), 'ping', '')).toEqual({ type: 'unsent', why: 'ENOENT' });
+    await listen(net.createServer((s) => s.on('data', () => s.destroy())));
+    expect(await rpcRequest(sock, 'ping', '')).toMatchObject({ type: 'lost', stopped: true });
+    await new Promise<void>((resolve) => servers.pop()!.close(() => resolve()));
+    // The peer is still at it when this side stops waiting: not `stopped`.
+    await listen(net.createServer((s) => s.resume()));
+    expect(await rpcRequest(sock, 'ping', '', { timeoutMs: 100 })).toEqual({ type: 'lost', why: 'no reply within 0.1 s', stopped: false });
+  });
+
+  it('takes a reply cut short, or one that is not JSON, for a lost reply (rpcCall: null)', async () => {
+    await listen(net.createServer((s) => s.once('data', () => s.end('rq1 00000008 ["po'))));
+    expect(await rpcRequest(sock, 'ping', '')).toEqual({ type: 'lost', why: 'the connection closed in the middle of the reply', stopped: true });
+    await new Promise<void>((resolve) => servers.pop()!.close(() => resolve()));
+    await listen(createRpcServer(async () => 'not json'));
+    expect(await rpcRequest(sock, 'ping', '')).toEqual({ type: 'lost', why: 'a reply that is not JSON', stopped: false });
+  });
+
+  it('reads an announced id before the reply, in one chunk or split anywhere', async () => {
+    const bytes = Buffer.concat([encodePacket('["allocated","20261121.0527.42.578.7"]'), encodePacket('["ok","é☃"]')]);
+    for (const cut of [0, 5, 13, 30, 52, bytes.length - 3]) {
+      const server = net.createServer((s) =>
+        s.once('data', () => {
+          s.write(bytes.subarray(0, cut));
+          setTimeout(() => s.end(bytes.subarray(cut)), 5);
+        }),
+      );
+      await listen(server);
+      expect(await rpcRequest(sock, 'create_message', '{}', { announced: true })).toEqual({ type: 'reply', reply: ['ok', 'é☃'] });
+      await new Promise<void>((resolve) => servers.pop()!.close(() => resolve()));
+    }
+  });
+
+  it('names the announced id when the peer ends before its reply', async () => {
+    const held: net.Socket[] = [];
+    const server = createRpcServer(async (_command, _argument, conn) => {
+      await conn.announce('20261121.0527.42.578.7');
+      held[0]!.destroy(); // as the peer's process ending would
+      return '["ok"]';
+    });
+    server.on('connection', (s: net.Socket) => held.push(s));
+    await listen(server);
+    expect(await rpcRequest(sock, 'publish', '{}', { announced: true })).toEqual({
+      type: 'lost',
+      why: 'the connection closed without a reply',
+      stopped: true,
+      allocated: '20261121.0527.42.578.7',
     });
   });
 

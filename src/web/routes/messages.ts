@@ -5,7 +5,11 @@
  * and deletion.
  *
  * Every change is an RPC to the queue that serves the URL's queue (router mode, §7.6);
- * the replies, flashes and error texts are RQ's, word for word. Where the issue asks for
+ * the replies, flashes and error texts are RQ's, word for word. Where RQ answered `null`
+ * or a 500 because the queue process did not answer, the gateway's `send` waits for a
+ * restarting one and otherwise answers 503 (client/call.ts): RQ_UNAVAILABLE when nothing
+ * was done, RQ_OUTCOME_UNKNOWN when it may have been (naming the id of a new message
+ * that was being made). Where the issue asks for
  * more than RQ: malformed JSON, a `mesg` of the wrong shape and input nested deeper than
  * MAX_JSON_DEPTH are a clear 400 (RQ: 500), a refused clone or run now is a 404 (no such
  * message) or 409 (not in a state for it) with RQ's text (RQ: 500), RQ's failure texts
@@ -263,7 +267,7 @@ export function messageRoutes(ctx: WebContext): Router {
     const method = input['_method'] ?? 'commit';
     const command = typeof method === 'string' ? CREATE_COMMANDS.get(method) : undefined;
     if (command === undefined) throw webError('RQ_BAD_REQUEST', 'Invalid method param');
-    const reply = await gw.queue(gw.routed(q), command, input);
+    const reply = await gw.send(gw.routed(q), command, input);
     if (Array.isArray(reply) && reply[0] === 'fail' && reply[1] === 'status: DOWN') {
       throw webError('RQ_QUEUE_DOWN', 'Service Unavailable - Operationally Down');
     }
@@ -271,7 +275,7 @@ export function messageRoutes(ctx: WebContext): Router {
       res.json(reply);
       return;
     }
-    const [word, text] = Array.isArray(reply) ? [shown(reply[0]), shown(reply[1])] : ['fail', 'the queue process did not answer'];
+    const [word, text] = Array.isArray(reply) ? [shown(reply[0]), shown(reply[1])] : ['fail', dump(reply)];
     if (param(req, 'back') !== undefined) {
       respond.redirect(req, res, respond.back(req), isOk(reply) ? { notice: `Created message ${text}` } : { error: `Error creating message: ${text}` });
       return;
@@ -308,14 +312,14 @@ export function messageRoutes(ctx: WebContext): Router {
   });
 
   const runNow = async (req: Request, res: Response, t: Target): Promise<void> => {
-    const reply = await gw.queue(t.queue, 'run_message', { msg_id: t.id });
+    const reply = await gw.send(t.queue, 'run_message', { msg_id: t.id });
     if (!isOk(reply)) throw refused("Couldn't run message.", reply);
     respond.redirect(req, res, messageUrl(t), { notice: 'Message in run successfully' });
   };
 
   r.post('/q/:name/:msg_id/clone', async (req: Request, res: Response) => {
     const t = target(req);
-    const reply = await gw.queue(t.queue, 'clone_message', { msg_id: t.id });
+    const reply = await gw.send(t.queue, 'clone_message', { msg_id: t.id });
     if (!isOk(reply)) throw refused("Couldn't clone message.", reply);
     respond.redirect(req, res, urlFor(root, 'q', t.q), { notice: 'Message cloned successfully' });
   });
@@ -328,7 +332,7 @@ export function messageRoutes(ctx: WebContext): Router {
     // A file part with an empty name is a file input left empty (Rack: no file).
     const file = uploads(res)['filedata'];
     if (file === undefined || file.filename === '') throw webError('RQ_NOT_FOUND', "No file uploaded in the 'filedata' part");
-    return { t, reply: await gw.queue(t.queue, 'attach_message', { msg_id: t.id, pathname: file.path, name: file.filename }) };
+    return { t, reply: await gw.send(t.queue, 'attach_message', { msg_id: t.id, pathname: file.path, name: file.filename }) };
   };
 
   r.post('/q/:name/:msg_id/attach/new', async (req: Request, res: Response) => {
@@ -343,7 +347,7 @@ export function messageRoutes(ctx: WebContext): Router {
     const t = target(req);
     const name = String(req.params['attachment_name']);
     if (param(req, '_method') !== 'delete') throw webError('RQ_BAD_REQUEST', 'Invalid method param');
-    const reply = await gw.queue(t.queue, 'delete_attach_message', { msg_id: t.id, attachment_name: name });
+    const reply = await gw.send(t.queue, 'delete_attach_message', { msg_id: t.id, attachment_name: name });
     if (wantsJson(req)) res.json(reply);
     else if (isOk(reply)) respond.redirect(req, res, messageUrl(t), { notice: 'Attachment deleted successfully' });
     else res.type('text/plain; charset=utf-8').send(`Delete of attach ${name} on ${t.q}/${t.id} got ${dump(reply)}`);
@@ -358,7 +362,7 @@ export function messageRoutes(ctx: WebContext): Router {
     }
     const action = method === undefined ? undefined : MESSAGE_METHODS.get(method);
     if (action === undefined) throw webError('RQ_BAD_REQUEST', 'Invalid method param');
-    const reply = await gw.queue(t.queue, action.command, { msg_id: t.id });
+    const reply = await gw.send(t.queue, action.command, { msg_id: t.id });
     if (wantsJson(req)) res.json(reply);
     else if (!isOk(reply)) respond.redirect(req, res, messageUrl(t), { error: `${action.error} ${dump(reply)}` });
     else respond.redirect(req, res, action.okToQueue ? urlFor(root, 'q', t.q) : messageUrl(t), { notice: action.notice });

@@ -146,7 +146,6 @@ export function queueRoutes(ctx: WebContext): Router {
   const root = config.relativeRoot;
   const r = Router();
 
-  const upstream = (name: string): Error => webError('RQ_UPSTREAM', `Queue ${name} is not answering`);
   const requireNewQueue = (): void => {
     if (!config.allowNewQueue) throw webError('RQ_FORBIDDEN', 'Queue creation not allowed at this time.', { bare: true });
   };
@@ -275,8 +274,8 @@ export function queueRoutes(ctx: WebContext): Router {
     // RQ's JSON route: one queue, every match, no limit.
     const name = param(req, 'name') ?? '';
     gw.existing(name);
-    const reply = await gw.queue(name, 'search', { query: queryParam(req), exact: params(req)['exact'] !== undefined }, 60_000);
-    res.json(searchMessages(name, reply));
+    const reply = await gw.send(name, 'search', { query: queryParam(req), exact: params(req)['exact'] !== undefined }, { repeatable: true, timeoutMs: 60_000 });
+    res.json(searchMessages(reply));
   });
 
   /** `query[<field>]=<text>` pairs; each value must be one string. */
@@ -288,8 +287,7 @@ export function queueRoutes(ctx: WebContext): Router {
     return query as Record<string, string>;
   }
 
-  function searchMessages(name: string, reply: unknown): Array<Record<string, unknown>> {
-    if (reply === null) throw upstream(name);
+  function searchMessages(reply: unknown): Array<Record<string, unknown>> {
     if (!isOk(reply) || !isPlainObject(reply[1])) throw webError('RQ_BAD_REQUEST', `Search failed: ${dump(reply)}`);
     return reply[1]['messages'] as Array<Record<string, unknown>>;
   }
@@ -350,8 +348,8 @@ export function queueRoutes(ctx: WebContext): Router {
   r.get('/q/:name/done.json', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
     const limit = wholeParam(req, 'limit', 10, 0);
-    const reply = await gw.queue(q.name, 'messages', { state: 'done', limit });
-    if (!Array.isArray(reply)) throw upstream(q.name);
+    const reply = await gw.send(q.name, 'messages', { state: 'done', limit }, { repeatable: true });
+    if (!Array.isArray(reply)) throw webError('RQ_PROTOCOL', `Queue ${q.name} answered ${dump(reply)}`);
     res.json(reply.map((m: { msg_id: string }) => m.msg_id));
   });
 
@@ -371,8 +369,8 @@ export function queueRoutes(ctx: WebContext): Router {
   r.get('/q/:name/config', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
     const queue = gw.routed(q.name);
-    const reply = await gw.queue(queue, 'config');
-    if (!isOk(reply)) throw upstream(queue);
+    const reply = await gw.send(queue, 'config', {}, { repeatable: true });
+    if (!isOk(reply)) throw webError('RQ_PROTOCOL', `Queue ${queue} answered ${dump(reply)}`);
     res.json(reply[1]);
   });
 
@@ -386,14 +384,14 @@ export function queueRoutes(ctx: WebContext): Router {
       const got = present.length === 0 ? 'none' : present.join(', ');
       throw webError('RQ_BAD_REQUEST', `Couldn't  queue. Send exactly one of ${ADMIN_ACTIONS.map((a) => `${a}=1`).join(', ')}; got ${got}.`);
     }
-    const reply = await gw.mgr(`${action}_queue`, q.name);
+    const reply = await gw.sendMgr(`${action}_queue`, q.name);
     if (!isOk(reply)) throw refused(`Couldn't ${action} queue.`, reply);
     respond.redirect(req, res, respond.back(req), { notice: `Successfully ${PAST[action]} queue ${q.name}` });
   });
 
   r.post('/q/:name/restart', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
-    const reply = await gw.mgr('restart_queue', q.name);
+    const reply = await gw.sendMgr('restart_queue', q.name);
     if (!isOk(reply)) throw refused("Couldn't restart queue.", reply);
     respond.redirect(req, res, respond.back(req), { notice: `Successfully restarted queue ${q.name}` });
   });
@@ -425,13 +423,13 @@ export function queueRoutes(ctx: WebContext): Router {
   /** §7.3 queue JSON: every state's whole list (RQ's API has no paging). */
   async function queueJson(res: Response, name: string): Promise<void> {
     const p = await probeQueue(gw, name);
-    if (!p.up) throw upstream(name);
+    if (!p.up) throw webError('RQ_UNAVAILABLE', `Queue ${name} is not answering`);
     if (p.status === 'DOWN') {
       res.json({ status: 'DOWN' });
       return;
     }
-    const lists = await Promise.all(STATES.map((state) => gw.queue(name, 'messages', { state }, 60_000)));
-    if (!lists.every(Array.isArray)) throw upstream(name);
+    const lists = await Promise.all(STATES.map((state) => gw.send(name, 'messages', { state }, { repeatable: true, timeoutMs: 60_000 })));
+    if (!lists.every(Array.isArray)) throw webError('RQ_PROTOCOL', `Queue ${name} answered ${dump(lists.find((l) => !Array.isArray(l)))}`);
     const c = p.counts;
     res.json({
       status: p.status,
