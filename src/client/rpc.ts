@@ -4,8 +4,16 @@
  * A packet is `rq1 ` + the payload's byte length as 8 zero-padded digits + ` ` + the
  * payload. A request payload is `<command> <argument>`; a reply payload is JSON text.
  * One request and one reply per connection. A bad header drops the connection.
+ *
+ * A Unix socket address holds a path of at most 107 bytes, and Node cuts a longer one
+ * short without a word (binding, then, a socket of another name, or failing with a
+ * misleading EADDRINUSE). An install root deep in the filesystem has longer socket paths:
+ * both ends then reach the socket through its directory, opened, as
+ * `/proc/self/fd/<fd>/<name>`, which works from any cwd.
  */
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { RqError, coerceError } from '../domain/errors.js';
 
 const MAGIC = 'rq1 ';
@@ -117,7 +125,16 @@ export function rpcCall(socketPath: string, command: string, argument = '', time
       resolve(value);
     };
     const onAbort = (): void => done(null);
-    const sock = net.createConnection(socketPath);
+    let address: SocketAddress;
+    try {
+      address = socketAddress(socketPath);
+    } catch {
+      // The socket's directory is not there: as a socket that is not there.
+      resolve(null);
+      return;
+    }
+    const sock = net.createConnection(address.path);
+    sock.once('close', address.release);
     sock.setTimeout(timeoutMs, () => done(null));
     // The caller gave up (its own client left): closing the connection ends a wait in the queue process too.
     if (signal?.aborted) onAbort();
@@ -203,10 +220,30 @@ export function createRpcServer(handle: (command: string, argument: string, conn
  * narrowed only while the socket is bound, which Node does before `listen` returns.
  */
 export function listenOwnerOnly(server: net.Server, socketPath: string, onListening: () => void): void {
+  const address = socketAddress(socketPath);
+  // Node removes the socket file when the server closes, by the path it was bound by: the
+  // directory stays open until then.
+  server.once('close', address.release);
   const umask = process.umask(0o177);
   try {
-    server.listen(socketPath, onListening);
+    server.listen(address.path, onListening);
   } finally {
     process.umask(umask);
   }
+}
+
+/** Linux's longest Unix socket path (sun_path less its NUL). */
+const SOCKET_PATH_MAX = 107;
+
+/** A path by which to bind or connect a socket, and what to call once it is no longer used. */
+interface SocketAddress {
+  path: string;
+  release: () => void;
+}
+
+/** `socketPath` itself when it fits in a socket address, else the socket's name in its directory opened (which `release` closes). */
+function socketAddress(socketPath: string): SocketAddress {
+  if (Buffer.byteLength(socketPath) <= SOCKET_PATH_MAX) return { path: socketPath, release: () => {} };
+  const fd = fs.openSync(path.dirname(socketPath), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+  return { path: `/proc/self/fd/${fd}/${path.basename(socketPath)}`, release: () => fs.closeSync(fd) };
 }
