@@ -16,13 +16,16 @@
  * rq-mgr was answering again, as its successor, 314 ms later (median of 6; 373 ms before
  * the locks: noise).
  *
- * An abstract name belongs to the network namespace, not to a user: any local user could
- * bind a name first and keep rq from starting. So a name is a hash of the scope, the root
- * directory's device and inode (the same for every path that reaches it) and a random key
- * in `config/lock.key` (owner-only, made on first use), which other users cannot read. The
- * locks hold on one host; two hosts sharing an install root over NFS are not kept apart.
- * The key must not change while rq runs: processes started with another key would not
- * see the locks of those started before.
+ * An abstract name belongs to the network namespace, not to a user: any local user may
+ * bind a name first. So a name is a hash of the scope, the root directory's device and
+ * inode (the same for every path that reaches it) and a random key in `config/lock.key`
+ * (owner-only, made on first use), which other users cannot read: they cannot work the
+ * names out. A name in use is listed in /proc/net/unix, though, and a local user who saw
+ * it there could bind it while its holder is down and keep that process from starting
+ * (the refusal names whatever pid that process answers; `ss -xlp`, as root, shows the
+ * real one). The locks hold on one host; two hosts sharing an install root over NFS are
+ * not kept apart. The key must not change while rq runs: processes started with another
+ * key would not see the locks of those started before.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
