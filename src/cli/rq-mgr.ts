@@ -2,9 +2,11 @@
  * `bin/rq-mgr start|stop|status|restart|run|reload|zap` (spec/rq.md §6.3), with RQ's
  * output lines and exit codes. `start` daemonises (logs in `log/rq.log`) and returns
  * once rq-mgr answers on its socket; `run` becomes rq-mgr in this process, in the
- * foreground with the log on stdout (what `npm start` and the systemd unit use). A pid
- * file whose process is gone or is not rq-mgr (a reused pid) is stale: rq-mgr overwrites
- * it when it starts, and `stop` and `zap` remove it.
+ * foreground with the log on stdout (what `npm start` and the systemd unit use).
+ * Whether rq-mgr runs, and its pid, is asked of the root's rq-mgr lock (process-lock.ts),
+ * which the running rq-mgr holds; the pid file is for RQ's tools and the web. A pid file
+ * left by an rq-mgr that died is stale: rq-mgr overwrites it when it starts, and `stop`
+ * and `zap` remove it.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -12,6 +14,7 @@ import path from 'node:path';
 import { rpcCall } from '../client/rpc.js';
 import { explain } from '../domain/errors.js';
 import { MGR_MAIN, installRoot } from '../lib/install-root.js';
+import { holderName, lockHolder, type LockHolder } from '../lib/process-lock.js';
 import { rootLayout, type RootLayout } from '../store/layout.js';
 import { runningPid } from '../supervisor/pid-file.js';
 import { loadSupervisorSettings } from '../supervisor/settings.js';
@@ -27,13 +30,30 @@ function removeStale(root: RootLayout): void {
   fs.rmSync(root.mgrPidFile, { force: true });
 }
 
+/** The rq-mgr that holds the root's lock, or undefined when none runs. */
+function running(root: RootLayout): Promise<LockHolder | undefined> {
+  return lockHolder(root, 'rq-mgr');
+}
+
 /**
- * Why rq-mgr cannot start now, once said on the terminal: another instance runs, or the
- * config is bad (RQ's line and its cause on stderr). Undefined when it can start.
+ * The pid of the running rq-mgr, or undefined when none runs: the lock holder's answer,
+ * or, if it does not answer (its event loop is stuck), the pid in its pid file.
  */
-function startProblem(root: RootLayout): 'running' | 'config' | undefined {
-  if (runningPid(root) !== undefined) {
+async function mgrPid(root: RootLayout): Promise<number | undefined> {
+  const holder = await running(root);
+  return holder && (holder.pid ?? runningPid(root));
+}
+
+/**
+ * Why rq-mgr cannot start now, once said on the terminal: another instance runs (RQ's
+ * line, then its pid on stderr), or the config is bad (RQ's line and its cause on
+ * stderr). Undefined when it can start.
+ */
+async function startProblem(root: RootLayout): Promise<'running' | 'config' | undefined> {
+  const holder = await running(root);
+  if (holder) {
     process.stdout.write('ERROR: there is already one or more instance(s) of the program running\n');
+    process.stderr.write(`queuemgr: running [${holderName(holder)}]\n`);
     return 'running';
   }
   try {
@@ -46,7 +66,7 @@ function startProblem(root: RootLayout): 'running' | 'config' | undefined {
 }
 
 async function start(root: RootLayout): Promise<number> {
-  const problem = startProblem(root);
+  const problem = await startProblem(root);
   if (problem) return problem === 'running' ? 0 : 1;
   fs.mkdirSync(path.dirname(root.logFile), { recursive: true });
   const out = fs.openSync(root.logFile, 'a');
@@ -61,7 +81,7 @@ async function start(root: RootLayout): Promise<number> {
   const until = Date.now() + START_WAIT_MS;
   while (Date.now() < until) {
     if (child.exitCode !== null) break;
-    if ((await rpcCall(root.mgrSocket, 'ping', '', 1000)) !== null && runningPid(root) === child.pid) {
+    if ((await rpcCall(root.mgrSocket, 'ping', '', 1000)) !== null && (await mgrPid(root)) === child.pid) {
       process.stdout.write(`queuemgr: process with pid ${child.pid} started.\n`);
       return 0;
     }
@@ -72,7 +92,7 @@ async function start(root: RootLayout): Promise<number> {
 }
 
 async function stop(root: RootLayout): Promise<number> {
-  const pid = runningPid(root);
+  const pid = await mgrPid(root);
   if (pid === undefined) {
     removeStale(root);
     return 0;
@@ -80,18 +100,18 @@ async function stop(root: RootLayout): Promise<number> {
   process.stdout.write(`queuemgr: trying to stop process with pid ${pid}...\n`);
   process.kill(pid, 'SIGTERM');
   const until = Date.now() + STOP_WAIT_MS;
-  while (runningPid(root) === pid && Date.now() < until) await sleep(50);
-  if (runningPid(root) === pid) {
+  while ((await mgrPid(root)) === pid && Date.now() < until) await sleep(50);
+  if ((await mgrPid(root)) === pid) {
     process.kill(pid, 'SIGKILL');
-    while (runningPid(root) === pid) await sleep(50);
+    while ((await mgrPid(root)) === pid) await sleep(50);
     removeStale(root);
   }
   process.stdout.write(`queuemgr: process with pid ${pid} successfully stopped.\n`);
   return 0;
 }
 
-function status(root: RootLayout): number {
-  const pid = runningPid(root);
+async function status(root: RootLayout): Promise<number> {
+  const pid = await mgrPid(root);
   if (pid === undefined) {
     process.stderr.write('queuemgr: no instances running\n');
     return 3;
@@ -119,20 +139,20 @@ export async function main(argv: readonly string[]): Promise<number> {
     case 'status':
       return status(root);
     case 'run': {
-      if (startProblem(root)) return 1;
+      if (await startProblem(root)) return 1;
       // Loaded only here, so that start, stop and status do not pay for the supervisor's modules.
       const { runSupervisor } = await import('../supervisor/run-supervisor.js');
       await runSupervisor(root, { foreground: true });
       return 0;
     }
     case 'reload': {
-      const pid = runningPid(root);
+      const pid = await mgrPid(root);
       if (pid === undefined) return status(root);
       process.kill(pid, 'SIGHUP');
       return 0;
     }
     case 'zap':
-      if (runningPid(root) === undefined) removeStale(root);
+      if ((await running(root)) === undefined) removeStale(root);
       return 0;
     default:
       process.stderr.write(`${USAGE}\n`);

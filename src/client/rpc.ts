@@ -10,8 +10,16 @@
  * once the id is allocated and before the message is committed, then the reply. So a
  * client whose reply is lost knows whether the request got as far as a message, and
  * which one to ask for (rpcRequest tells the ways a request can end without a reply).
+ *
+ * A Unix socket address holds a path of at most 107 bytes, and Node cuts a longer one
+ * short without a word (binding, then, a socket of another name, or failing with a
+ * misleading EADDRINUSE). An install root deep in the filesystem has longer socket paths:
+ * both ends then reach the socket through its directory, opened, as
+ * `/proc/self/fd/<fd>/<name>`, which works from any cwd.
  */
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { RqError, coerceError, errnoCode } from '../domain/errors.js';
 
 const MAGIC = 'rq1 ';
@@ -211,7 +219,16 @@ export function rpcRequest(socketPath: string, command: string, argument: string
       }
     };
     const onAbort = (): void => lost('the caller stopped waiting', false);
-    const sock = net.createConnection(socketPath);
+    let address: SocketAddress;
+    try {
+      address = socketAddress(socketPath);
+    } catch (e) {
+      // The socket's directory is not there: as a socket that is not there (nothing was sent).
+      resolve({ type: 'unsent', why: errnoCode(e) ?? coerceError(e).message });
+      return;
+    }
+    const sock = net.createConnection(address.path);
+    sock.once('close', address.release);
     sock.setTimeout(timeoutMs, () => lost(`no reply within ${timeoutMs / 1000} s`, false));
     // The caller gave up (its own client left): closing the connection ends a wait in the queue process too.
     if (signal?.aborted) onAbort();
@@ -313,10 +330,30 @@ export function createRpcServer(handle: (command: string, argument: string, conn
  * narrowed only while the socket is bound, which Node does before `listen` returns.
  */
 export function listenOwnerOnly(server: net.Server, socketPath: string, onListening: () => void): void {
+  const address = socketAddress(socketPath);
+  // Node removes the socket file when the server closes, by the path it was bound by: the
+  // directory stays open until then.
+  server.once('close', address.release);
   const umask = process.umask(0o177);
   try {
-    server.listen(socketPath, onListening);
+    server.listen(address.path, onListening);
   } finally {
     process.umask(umask);
   }
+}
+
+/** Linux's longest Unix socket path (sun_path less its NUL). */
+const SOCKET_PATH_MAX = 107;
+
+/** A path by which to bind or connect a socket, and what to call once it is no longer used. */
+interface SocketAddress {
+  path: string;
+  release: () => void;
+}
+
+/** `socketPath` itself when it fits in a socket address, else the socket's name in its directory opened (which `release` closes). */
+function socketAddress(socketPath: string): SocketAddress {
+  if (Buffer.byteLength(socketPath) <= SOCKET_PATH_MAX) return { path: socketPath, release: () => {} };
+  const fd = fs.openSync(path.dirname(socketPath), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+  return { path: `/proc/self/fd/${fd}/${path.basename(socketPath)}`, release: () => fs.closeSync(fd) };
 }

@@ -13,7 +13,7 @@
  * made by a protocol front door on first use.
  *
  * Whatever the rule, a name never starts with `.` (no `.`, `..`, nor the hidden
- * directories `queues/.deleted` and `queues/.sockets`), and never ends in
+ * directories `queues/.deleted` and `queues/.ids`), and never ends in
  * `.deleted.<digits>`: that is how RQ named a deleted queue's directory, and such a
  * directory left by an older install is never taken for a live queue.
  */

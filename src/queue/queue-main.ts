@@ -1,10 +1,15 @@
 /**
  * Entry point of a queue process: `node dist/src/queue/queue-main.js <queue>`, for the
  * install root `installRoot()` (RQ_ROOT, as rq-mgr sets it, else the package root). It
- * writes `queue.pid`, recovers the queue, serves `queue.sock`, and runs the engine until
- * TERM, a `shutdown` RPC, or the loss of its supervisor (the IPC channel closing).
+ * takes the queue's lock (process-lock.ts), writes `queue.pid`, recovers the queue,
+ * serves `queue.sock`, and runs the engine until TERM, a `shutdown` RPC, or the loss of
+ * its supervisor (parent-link.ts), whenever that happens, even while it starts.
  * Workers are never signalled on exit (spec/rq.md §4.3): they outlive a restart, and
  * recovery waits for them.
+ *
+ * The lock makes this the queue's one writer: a second process for the queue waits while
+ * the holder is exiting (a queue process whose rq-mgr died, finishing what it accepted),
+ * and otherwise refuses to start, naming the holder's pid.
  *
  * RQ_INDEX_COMPACT_LINES (default 50,000) is how long the que index journal may grow
  * before it is compacted; tests lower it to compact while commits are in flight.
@@ -21,6 +26,8 @@ import { parseQueueConfig } from '../domain/queue-config.js';
 import { installRoot } from '../lib/install-root.js';
 import { createLogger } from '../lib/logger.js';
 import { RESTART_WAIT_MS, callRpc } from '../client/call.js';
+import { followParent } from '../lib/parent-link.js';
+import { holderName, takeLock, type ProcessLock } from '../lib/process-lock.js';
 import { createRpcServer, listenOwnerOnly } from '../client/rpc.js';
 import { readMainConfig } from '../store/config-files.js';
 import { createGroupCommitter } from '../store/group-commit.js';
@@ -36,7 +43,21 @@ process.chdir(root.root);
 const name = process.argv[2] ?? '';
 const log = createLogger({ queue: name });
 
+/** The queue's lock, once taken. */
+let lock: ProcessLock | undefined;
+/** Set once the queue serves: exit() then stops it in order. */
+let stopServing: ((code: number) => void) | undefined;
+function exit(code: number): void {
+  if (stopServing) return stopServing(code);
+  log.flush();
+  process.exit(code);
+}
+if (!followParent(() => exit(0))) process.exit(0);
+process.on('SIGTERM', () => exit(0));
+process.on('SIGINT', () => exit(0));
+
 function fatal(message: string): never {
+  lock?.markExiting();
   log.fatal(message);
   log.flush();
   // RQ sleeps 5 s first, so a supervisor restarting it does not spin.
@@ -48,6 +69,12 @@ if (!isValidQueueName(name)) fatal(`invalid queue name [${name}]. Exiting.`);
 const layout = queueLayout(root, name);
 if (!fs.existsSync(layout.dir)) fatal(`no queue directory ${layout.dir}. Exiting.`);
 process.title = `[rq-que] [${name}]`;
+const taken = await takeLock(root, `queue ${name}`, {
+  waitWhile: (holder) => holder.exiting,
+  onWait: (holder) => log.warn({ holder: holder.pid }, `waiting for the previous process of queue ${name} (${holderName(holder)}) to exit`),
+}).catch((e: unknown) => fatal(`cannot take the lock of queue ${name}: ${coerceError(e).message}. Exiting.`));
+if ('holder' in taken) fatal(`queue ${name} is already served by ${holderName(taken.holder)}. Exiting.`);
+lock = taken.lock;
 fs.writeFileSync(layout.pidFile, `${process.pid}\n`);
 
 let host;
@@ -93,9 +120,10 @@ let exiting = false;
  * exit once the spawners have gone (reaped here, not left to init) and the requests under
  * way have been answered, waiting at most a second for either.
  */
-function exit(code: number): void {
+function stop(code: number): void {
   if (exiting) return;
   exiting = true;
+  lock?.markExiting();
   engine.stop();
   const answered = new Promise<void>((resolve) => {
     server.close(() => resolve());
@@ -137,13 +165,9 @@ const server = createRpcServer(async (command, argument, conn) => {
   return Array.isArray(reply) && reply.length === 1 && reply[0] === 'ERROR' ? '[ "ERROR" ]' : JSON.stringify(reply);
 });
 fs.rmSync(layout.socket, { force: true });
-// A long queue name's socket lives in queues/.sockets/ (layout.ts).
-fs.mkdirSync(path.dirname(layout.socket), { recursive: true });
 listenOwnerOnly(server, layout.socket, () => log.info({ socket: layout.socket }, 'queue started'));
 server.on('error', (e) => fatal(`cannot serve ${layout.socket}: ${e.message}`));
+stopServing = stop;
 
-process.on('SIGTERM', () => exit(0));
-process.on('SIGINT', () => exit(0));
 process.on('SIGHUP', () => engine.reload());
-if (process.channel) process.on('disconnect', () => exit(0));
 

@@ -7,8 +7,8 @@
  * Queue names of the protocols' rule may be 255 bytes long (names.ts). Where a path
  * built from such a name would not fit, it is shortened the same way for every process:
  * a flag file name longer than a file name may be (255 bytes) keeps a prefix of the
- * queue name plus a hash of it, and a socket path longer than a Unix socket address
- * (107 bytes) becomes `queues/.sockets/<hash>.sock`.
+ * queue name plus a hash of it. (A socket path longer than a Unix socket address is
+ * reached through its directory, see rpc.ts.)
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -25,6 +25,8 @@ export interface RootLayout {
   /** rq-mgr's pid file and RPC socket (spec/rq.md §1.3). */
   mgrPidFile: string;
   mgrSocket: string;
+  /** The key that makes the names of the root's locks secret (process-lock.ts). */
+  lockKeyFile: string;
   /** rq-mgr's log when it runs as a daemon. */
   logFile: string;
   /** The external ids unique across the server (ext-ids.ts). */
@@ -40,6 +42,7 @@ export function rootLayout(root: string): RootLayout {
     queuesDir,
     mgrPidFile: path.join(root, 'config', 'queuemgr.pid'),
     mgrSocket: path.join(root, 'config', 'queuemgr.sock'),
+    lockKeyFile: path.join(root, 'config', 'lock.key'),
     logFile: path.join(root, 'log', 'rq.log'),
     serverIdsDir: path.join(queuesDir, '.ids'),
   };
@@ -76,9 +79,8 @@ export interface QueueLayout {
   publicPath(state: State, id: string): string;
 }
 
-/** Linux's longest file name (NAME_MAX) and Unix socket path (sun_path less its NUL). */
+/** Linux's longest file name (NAME_MAX). */
 const NAME_MAX = 255;
-const SOCKET_PATH_MAX = 107;
 
 const nameHash = (name: string): string => createHash('sha256').update(name).digest('hex').slice(0, 32);
 
@@ -87,11 +89,6 @@ export function fittedFileName(name: string, suffix: string): string {
   const whole = `${name}${suffix}`;
   if (Buffer.byteLength(whole) <= NAME_MAX) return whole;
   return `${name.slice(0, 160)}~${nameHash(name)}${suffix}`;
-}
-
-function socketPath(root: RootLayout, dir: string, name: string): string {
-  const inDir = path.join(dir, 'queue.sock');
-  return Buffer.byteLength(inDir) <= SOCKET_PATH_MAX ? inDir : path.join(root.queuesDir, '.sockets', `${nameHash(name)}.sock`);
 }
 
 function relMsgPath(state: State, id: string): string {
@@ -110,7 +107,7 @@ export function queueLayout(root: RootLayout, name: string): QueueLayout {
     dir,
     configFile: path.join(dir, 'config.json'),
     pidFile: path.join(dir, 'queue.pid'),
-    socket: socketPath(root, dir, name),
+    socket: path.join(dir, 'queue.sock'),
     indexFile: path.join(dir, 'que.index'),
     cronFile: path.join(dir, 'cron.json'),
     idsDir: path.join(dir, 'ids'),

@@ -3,14 +3,16 @@
  * `npm start`, the systemd unit), every log line on stdout; or as the daemon that
  * `bin/rq-mgr start` spawns (rq-mgr-main.ts), every log line in `log/rq.log`, reopened on
  * SIGUSR1 for logrotate. Either way TERM or INT stops everything cleanly and HUP reloads
- * (spec/rq.md §4.2). At start it makes the files that hold secrets owner-only, saying so
- * in the log (secret-files.ts).
+ * (spec/rq.md §4.2). At start it takes the root's rq-mgr lock (process-lock.ts): a second
+ * rq-mgr for the same root logs who holds it and exits. It also makes the files that hold
+ * secrets owner-only, saying so in the log (secret-files.ts).
  */
 import { once } from 'node:events';
 import path from 'node:path';
 import { pino } from 'pino';
 import { coerceError, explain } from '../domain/errors.js';
 import { createLogger } from '../lib/logger.js';
+import { holderName, takeLock } from '../lib/process-lock.js';
 import { TOKENS_FILE } from '../protocols/lmstfy-tokens.js';
 import type { RootLayout } from '../store/layout.js';
 import { tightenSecretFiles } from '../store/secret-files.js';
@@ -42,6 +44,17 @@ export async function runSupervisor(root: RootLayout, o: { foreground: boolean }
   } catch (e) {
     // RQ's exact line, then what was wrong (the cause names the key or the JSON error).
     log.fatal(explain(e));
+    exit(1);
+  }
+  let taken;
+  try {
+    taken = await takeLock(root, 'rq-mgr');
+  } catch (e) {
+    log.fatal({ err: coerceError(e).message }, 'rq-mgr could not start');
+    exit(1);
+  }
+  if ('holder' in taken) {
+    log.fatal({ holder: taken.holder.pid }, `rq-mgr already runs for this install root (${holderName(taken.holder)}). Exiting`);
     exit(1);
   }
   // An install made by an older version left its secrets readable by every local user.

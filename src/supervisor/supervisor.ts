@@ -4,9 +4,12 @@
  * `config/queuemgr.sock` that creates, deletes, pauses, resumes, downs, ups and restarts
  * queues, and (beyond RQ, for the web) reports how often it restarted each of them.
  *
- * Children get an IPC channel and their own process group: they exit when the channel
- * closes (rq-mgr gone, even by kill -9), and a Ctrl-C at rq-mgr's terminal reaches only
- * rq-mgr, which then stops them in order. Their stdout and stderr come back to rq-mgr
+ * Children get an IPC channel, rq-mgr's pid in RQ_PARENT_PID, and their own process
+ * group: they exit when rq-mgr is gone, even by kill -9 and even while they are still
+ * starting (parent-link.ts), and a Ctrl-C at rq-mgr's terminal reaches only rq-mgr,
+ * which then stops them in order. Each child holds its own lock (process-lock.ts), so a
+ * child of an rq-mgr that died, while it exits, keeps the next rq-mgr's child from
+ * starting in its place until it is gone. Their stdout and stderr come back to rq-mgr
  * line by line and go to the one log destination, so a logrotate reopen (SIGUSR1) is
  * handled in one place. Workers (the queues' scripts) are never signalled here.
  *
@@ -26,6 +29,7 @@ import { rubyToI } from '../domain/ruby.js';
 import { createRpcServer, listenOwnerOnly, rpcCall } from '../client/rpc.js';
 import type { Logger } from '../lib/logger.js';
 import { QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../lib/install-root.js';
+import { PARENT_PID_VAR } from '../lib/parent-link.js';
 import { writeFileDurably } from '../store/atomic.js';
 import { ensureQueueDirs, fittedFileName, queueLayout, type RootLayout } from '../store/layout.js';
 import { RQ_VERSION } from '../queue/queue-engine.js';
@@ -44,6 +48,9 @@ const MAX_RESTARTS = 10;
 function restartDelayMs(n: number, baseMs = Number(process.env['RQ_RESTART_BACKOFF_MS'] ?? 100)): number {
   return Math.min(baseMs * 2 ** Math.max(n - 1, 0), 50 * baseMs);
 }
+
+/** How long a new queue process may take to answer ping before its start is taken as done. */
+const QUEUE_START_WAIT_MS = 5_000;
 
 type Mark = 'RUNNING' | 'SHUTDOWN' | 'DELETE' | 'ERROR';
 
@@ -84,7 +91,8 @@ export class Supervisor {
   /**
    * §4.2 start-up: pid file, one process per queue directory, the web process, then the
    * socket. The socket opens last, so `rq-mgr start` (which waits for it) returns only
-   * when the queues answer and the web listens.
+   * when the queues answer and the web listens. The caller holds the root's rq-mgr lock,
+   * so no other rq-mgr writes the pid file.
    */
   async start(): Promise<void> {
     const { mgrPidFile, mgrSocket } = this.o.root;
@@ -113,7 +121,7 @@ export class Supervisor {
   private spawnChild(entry: string, args: string[], tag: Record<string, unknown>, nodeFlags: readonly string[] = []): ChildProcess {
     const child = spawn(process.execPath, [...nodeFlags, entry, ...args], {
       cwd: this.o.root.root,
-      env: { ...this.o.env, RQ_ROOT: this.o.root.root },
+      env: { ...this.o.env, RQ_ROOT: this.o.root.root, [PARENT_PID_VAR]: String(process.pid) },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       detached: true,
     });
@@ -126,7 +134,11 @@ export class Supervisor {
     return child;
   }
 
-  /** Spawn a queue process and wait up to 1 s for it to answer ping (§4.2). */
+  /**
+   * Spawn a queue process and wait until it answers ping (§4.2), or is gone, or
+   * QUEUE_START_WAIT_MS have passed (it may be recovering a long queue, or waiting for
+   * the previous process of the queue to exit).
+   */
   private async startQueue(name: string, proc?: QueueProc): Promise<void> {
     const p: QueueProc = proc ?? { name, mark: 'RUNNING', child: undefined, exited: Promise.resolve(), restarts: 0, autoRestarts: 0 };
     p.mark = 'RUNNING';
@@ -139,7 +151,8 @@ export class Supervisor {
     }));
     child.on('error', (e) => this.o.log.error({ queue: name, err: e.message }, 'cannot spawn queue process'));
     const sock = queueLayout(this.o.root, name).socket;
-    for (let i = 0; i < 20 && p.child === child && child.exitCode === null; i++) {
+    const until = Date.now() + QUEUE_START_WAIT_MS;
+    while (Date.now() < until && p.child === child && child.exitCode === null) {
       if ((await rpcCall(sock, 'ping', '', 1000)) !== null) return;
       await sleep(50);
     }

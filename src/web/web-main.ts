@@ -1,6 +1,9 @@
 /**
  * The web process: `node dist/src/web/web-main.js`, started by rq-mgr. It listens on the
- * config's `addr:port` and exits when rq-mgr goes away (its IPC channel closes) or on TERM.
+ * config's `addr:port` and exits when rq-mgr goes away (parent-link.ts: whenever that
+ * happens, even while it starts) or on TERM. It takes the root's web lock
+ * (process-lock.ts) before it opens any port: while an earlier web process of the root
+ * still holds them, it waits for that one to exit, and says so.
  * At start it warns when RQ's Ruby router rules are there without rq's JSON ones, since
  * only the JSON file puts the web in router mode. It also serves the pull front doors
  * that `config.json` `protocols` enables (src/protocols/servers.ts), each on its own port;
@@ -11,6 +14,8 @@ import { BODY_BUDGET_WARNING } from '../lib/body-budget.js';
 import { createHttpServer } from '../lib/http-listener.js';
 import { installRoot } from '../lib/install-root.js';
 import { createLogger } from '../lib/logger.js';
+import { followParent } from '../lib/parent-link.js';
+import { holderName, takeLock } from '../lib/process-lock.js';
 import { rubyRulesWarning } from '../router/rules.js';
 import { readMainConfig } from '../store/config-files.js';
 import { rootLayout } from '../store/layout.js';
@@ -26,6 +31,7 @@ function exit(code: number): never {
   log.flush();
   process.exit(code);
 }
+if (!followParent(() => exit(0))) exit(0);
 
 let config;
 try {
@@ -38,6 +44,15 @@ if (BODY_BUDGET_WARNING) log.warn(BODY_BUDGET_WARNING);
 const rubyRules = rubyRulesWarning(root.configDir);
 if (rubyRules) log.warn(rubyRules);
 const port = Number(config.port);
+let waitedFor: string | undefined;
+await takeLock(root, 'web', {
+  waitWhile: () => true,
+  onWait: (holder) => {
+    waitedFor = holderName(holder);
+    log.warn({ holder: holder.pid }, `waiting for the previous web process (${waitedFor}) to exit before opening its ports`);
+  },
+});
+if (waitedFor) log.info(`the previous web process (${waitedFor}) has exited; opening its ports`);
 const protocols = startProtocolServers(root, config, log).catch((e: unknown) => {
   log.fatal({ err: explain(e) }, 'a protocol front door cannot start. Exiting');
   exit(1);
@@ -60,4 +75,3 @@ process.on('SIGTERM', () => {
   // A live tail keeps its connection open; the browser reconnects (Last-Event-ID) to the next web process.
   server.closeAllConnections();
 });
-if (process.channel) process.on('disconnect', () => exit(0));

@@ -5,22 +5,25 @@
  * status-pipe lines (batched) and exit to the queue process; the queue's answers to `dup` come back
  * the same way and go to the worker's fd 4.
  *
- * When the channel closes (the queue process has exited or died) the spawner exits too.
+ * When the channel closes (the queue process has exited or died) the spawner exits too,
+ * even if that happened while it was still starting (parent-link.ts).
  * Its workers are never signalled: they run in their own process groups and outlive it,
  * and the queue's recovery waits for them as after any restart (spec/rq.md §4.3).
  */
 import fs from 'node:fs';
 import { coerceError } from '../domain/errors.js';
+import { followParent } from '../lib/parent-link.js';
 import { spawnWorker, type SpawnedWorker } from './runner.js';
 import type { FromSpawner, ToSpawner } from './spawner.js';
 
+if (!followParent(() => process.exit(0))) process.exit(0);
 process.title = `[rq-spawn] [${process.argv[2] ?? ''}]`;
 
 const workers = new Map<number, SpawnedWorker>();
 
 /** Send to the queue process; `sent` is called once the message is handed to the channel. */
 function send(message: FromSpawner, sent?: () => void): void {
-  // The channel may already be closing; 'disconnect' below ends the process then.
+  // The channel may already be closing; its 'disconnect' (followParent) ends the process then.
   if (process.connected) process.send?.(message, (e: Error | null) => void (e ? undefined : sent?.()));
 }
 
@@ -74,6 +77,5 @@ process.on('message', (m: ToSpawner) => {
   if (m.t === 'spawn') start(m);
   else workers.get(m.n)?.reply(m.line);
 });
-process.on('disconnect', () => process.exit(0));
 // SIGHUP re-reads the queue's config in the queue process; here there is nothing to re-read.
 process.on('SIGHUP', () => {});

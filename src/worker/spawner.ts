@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { coerceError } from '../domain/errors.js';
 import { QUEUE_NODE_FLAGS } from '../lib/install-root.js';
 import type { Logger } from '../lib/logger.js';
+import { PARENT_PID_VAR } from '../lib/parent-link.js';
 import { killGroup, type RunningWorker, type SpawnSpec } from './runner.js';
 
 /** What the spawner needs to start one worker: runner.ts's SpawnSpec without its callbacks. */
@@ -142,7 +143,11 @@ export class Spawner {
   private start(): Helper | string {
     let child: ChildProcess;
     try {
-      child = fork(SPAWNER_MAIN, [this.queue], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [...QUEUE_NODE_FLAGS] });
+      child = fork(SPAWNER_MAIN, [this.queue], {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        execArgv: [...QUEUE_NODE_FLAGS],
+        env: { ...process.env, [PARENT_PID_VAR]: String(process.pid) },
+      });
     } catch (e) {
       return coerceError(e).message;
     }

@@ -16,7 +16,6 @@ import { REPO, runBin, type CliResult } from './run-bin.js';
 
 export { REPO };
 
-const QUEUE_MAIN = path.join(REPO, 'dist/src/queue/queue-main.js');
 const FIXTURES = path.join(REPO, 'test/fixtures/scripts');
 
 export interface QueueSpec {
@@ -32,8 +31,9 @@ export class TestRoot {
   readonly root: string;
   private readonly procs = new Map<string, ChildProcess>();
 
-  constructor() {
-    this.root = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-test-'));
+  /** A new root in `parent` (default: the system's temp directory). */
+  constructor(parent = os.tmpdir()) {
+    this.root = fs.mkdtempSync(path.join(parent, 'rq-test-'));
     fs.mkdirSync(path.join(this.root, 'config'));
     fs.mkdirSync(path.join(this.root, 'queues'));
     // Each root has its own upload temp dir, so a test can see exactly what was left in it.
@@ -100,20 +100,29 @@ export class TestRoot {
 
   /** Start the queue process (with `env` added to its environment) and wait until it answers ping. */
   async start(name: string, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
-    const child = spawn(process.execPath, [QUEUE_MAIN, name], {
+    const { child, output } = this.spawnEntry('dist/src/queue/queue-main.js', [name], { RQ_LOG_LEVEL: 'debug', ...env });
+    this.procs.set(name, child);
+    onTestFailed(() => {
+      console.error(`--- log of queue ${name} (root kept at ${this.root}) ---\n${output()}`);
+    });
+    await waitFor(async () => (await this.rpc(name, 'ping')) !== null, 10_000, `queue ${name} to answer ping`);
+    return child;
+  }
+
+  /**
+   * Start one of rq's built entry files (`dist/src/queue/queue-main.js`, say) on this root,
+   * from the root, with `env` added to its environment; `output` is its stdout and stderr so far.
+   */
+  spawnEntry(entry: string, args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; output: () => string } {
+    const child = spawn(process.execPath, [path.join(REPO, entry), ...args], {
       cwd: this.root,
-      env: { ...process.env, RQ_ROOT: this.root, RQ_FATAL_DELAY_MS: '0', RQ_LOG_LEVEL: 'debug', ...env },
+      env: { ...process.env, RQ_ROOT: this.root, RQ_FATAL_DELAY_MS: '0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
     child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-    this.procs.set(name, child);
-    onTestFailed(() => {
-      console.error(`--- log of queue ${name} (root kept at ${this.root}) ---\n${out}`);
-    });
-    await waitFor(async () => (await this.rpc(name, 'ping')) !== null, 10_000, `queue ${name} to answer ping`);
-    return child;
+    return { child, output: () => out };
   }
 
   /** kill -9 the queue process and wait for it to be gone. */
@@ -265,6 +274,48 @@ export function childrenOf(pid: number): number[] {
 export function parentPid(pid: number): number {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+/** The kinds of rq process (its children, scripts, are not among them). */
+export type RqKind = 'rq-mgr' | 'queue' | 'web' | 'spawner';
+
+export interface RqProcess {
+  pid: number;
+  ppid: number;
+  kind: RqKind;
+  /** The queue of a queue process or spawner. */
+  queue?: string;
+}
+
+/** What /proc/<pid>/cmdline shows of each kind: the entry file while it starts, then its title. */
+const RQ_COMMANDS: Array<[RqKind, RegExp]> = [
+  ['rq-mgr', /^\[rq-mgr\]|\/rq-mgr-main\.js\b|\/bin\/rq-mgr run\b/],
+  ['queue', /^\[rq-que\] \[(.*)\]|\/queue-main\.js (\S+)/],
+  ['web', /^\[rq-web\]|\/web-main\.js\b/],
+  ['spawner', /^\[rq-spawn\] \[(.*)\]|\/spawner-main\.js (\S+)/],
+];
+
+/** Every live rq process (rq-mgr, queue, web process, spawner) whose cwd is `root`, read from /proc. */
+export function rootProcesses(root: string): RqProcess[] {
+  const out: RqProcess[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    try {
+      if (fs.readlinkSync(`/proc/${pid}/cwd`) !== root || !pidAlive(pid)) continue;
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0+$/, '').replaceAll('\0', ' ');
+      for (const [kind, re] of RQ_COMMANDS) {
+        const m = re.exec(cmdline);
+        if (!m) continue;
+        const queue = m[1] ?? m[2];
+        out.push({ pid, ppid: parentPid(pid), kind, ...(queue === undefined ? {} : { queue }) });
+        break;
+      }
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return out;
 }
 
 /** Whether a process is alive; an unreaped zombie is not. */

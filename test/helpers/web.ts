@@ -69,7 +69,7 @@ export async function startWeb(t: TestRoot, extra: Record<string, unknown> = {},
  * The web process on its own on a free port, with no rq-mgr and no IPC channel (as if
  * rq-mgr had gone and left it); `stop` ends it.
  */
-export async function startLoneWeb(t: TestRoot): Promise<{ web: Web; stop: () => Promise<void> }> {
+export async function startLoneWeb(t: TestRoot): Promise<{ web: Web; pid: number; stop: () => Promise<void> }> {
   const port = await t.usePort();
   const child = spawn(process.execPath, [path.join(REPO, 'dist/src/web/web-main.js')], { cwd: t.root, env: { ...process.env, RQ_ROOT: t.root }, stdio: 'ignore' });
   const stop = async (): Promise<void> => {
@@ -85,7 +85,7 @@ export async function startLoneWeb(t: TestRoot): Promise<{ web: Web; stop: () =>
     await stop();
     throw e;
   }
-  return { web, stop };
+  return { web, pid: child.pid!, stop };
 }
 
 export interface SharedInstallOptions {
