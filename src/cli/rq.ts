@@ -51,6 +51,7 @@ export const EXIT_CODES = {
   RQ_DUPLICATE: 1,
   RQ_STALE: 1,
   RQ_NOT_PULL: 1,
+  RQ_NO_SPACE: 1,
 } as const satisfies Record<ErrorCode, number>;
 
 /** Where a command writes, and what it resolves against (main fills it from the process). */

@@ -274,4 +274,5 @@ export const ERROR_REPLIES = {
   RQ_DUPLICATE: { status: 500, error: 'internal error' },
   RQ_STALE: { status: 500, error: 'internal error' },
   RQ_NOT_PULL: { status: 400, error: 'the queue runs a script, so it cannot be used through lmstfy' },
+  RQ_NO_SPACE: { status: 507, error: 'no space left on device' },
 } as const satisfies Record<ErrorCode, { status: number; error: string }>;

@@ -471,7 +471,8 @@ class LmstfyDoor {
       const r = ERROR_REPLIES[e.code];
       if (r.status >= 500) this.log.error({ ...where, code: e.code, err: explain(e) }, 'lmstfy request failed');
       else this.log.debug({ ...where, code: e.code, err: e.message }, 'lmstfy request refused');
-      return fail(r.status, r.error);
+      // A full disk says which: `no space left on device: queues/<q>`.
+      return fail(r.status, e.code === 'RQ_NO_SPACE' ? e.message : r.error);
     }
     this.log.error({ ...where, err: explain(e) }, 'lmstfy request failed');
     return fail(500, 'internal error');

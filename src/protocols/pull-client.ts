@@ -143,6 +143,7 @@ export class PullClient {
   async ensure(queue: string): Promise<void> {
     if (this.exists(queue)) return;
     const reply = await rpcCall(this.root.mgrSocket, 'create_pull_queue', queue, CALL_TIMEOUT_MS);
+    if (Array.isArray(reply) && reply[2] === 'RQ_NO_SPACE') throw new RqError('RQ_NO_SPACE', String(reply[1]));
     if (!Array.isArray(reply) || reply[0] !== 'ok') {
       throw new RqError('RQ_UPSTREAM', `rq-mgr did not make queue ${queue}: ${JSON.stringify(reply)}`);
     }
