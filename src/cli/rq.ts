@@ -59,6 +59,7 @@ export const EXIT_CODES = {
   RQ_NOT_PULL: 1,
   RQ_UNAVAILABLE: 75,
   RQ_OUTCOME_UNKNOWN: 1,
+  RQ_NO_SPACE: 1,
 } as const satisfies Record<ErrorCode, number>;
 
 /** Where a command writes, and what it resolves against (main fills it from the process). */

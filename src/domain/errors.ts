@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   RQ_NOT_PULL: 'the queue runs a script, so external workers cannot lease its messages',
   RQ_UNAVAILABLE: 'the queue process is restarting or not answering; the request was not done (or is harmless to repeat): try again',
   RQ_OUTCOME_UNKNOWN: 'the queue process stopped before it answered, so the request may have been done; ask before you try again',
+  RQ_NO_SPACE: 'the filesystem that holds the queue is full (no space left on device, or a disk quota used up)',
 } as const;
 export type ErrorCode = keyof typeof ERROR_CODES;
 
@@ -52,6 +53,24 @@ export function coerceError(thrown: unknown): Error {
 export function errnoCode(thrown: unknown): string | undefined {
   const code = (thrown as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
+}
+
+/** Whether a failure is a full disk: ENOSPC (no space left), EDQUOT (a quota used up), or the RQ_NO_SPACE made of one. */
+export function isNoSpace(thrown: unknown): boolean {
+  if (thrown instanceof RqError) return thrown.code === 'RQ_NO_SPACE';
+  const code = errnoCode(thrown);
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
+
+/**
+ * A failed write under `dir` as rq reports it: a full disk's errno (ENOSPC, EDQUOT) is
+ * RQ_NO_SPACE, anything else stays as it is. `dir` is relative to the install root
+ * (`queues/q1`), so the text tells an operator which disk to free and a client nothing
+ * more: `no space left on device: queues/q1`.
+ */
+export function asNoSpace(thrown: unknown, dir: string): unknown {
+  if (thrown instanceof RqError || !isNoSpace(thrown)) return thrown;
+  return new RqError('RQ_NO_SPACE', `no space left on device: ${dir}`, { cause: thrown });
 }
 
 /** An error's message, then its causes' on the next lines (what an operator needs to fix it). */

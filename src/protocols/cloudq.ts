@@ -182,11 +182,14 @@ const REPLY_OF = {
   RQ_UPSTREAM: INTERNAL,
   RQ_UNAVAILABLE: { ...refuse(503, 'queue is restarting, try again later'), headers: RESTART_RETRY },
   RQ_OUTCOME_UNKNOWN: { ...refuse(503, 'queue stopped before it answered: the request may have been done'), headers: RESTART_RETRY },
+  RQ_NO_SPACE: refuse(507, 'no space left on device'),
 } as const satisfies Record<ErrorCode, Reply>;
 
 /** The reply for anything a handler threw. */
 function replyOfError(e: unknown): Reply {
-  return e instanceof RqError ? REPLY_OF[e.code] : INTERNAL;
+  if (!(e instanceof RqError)) return INTERNAL;
+  // A full disk says which: `no space left on device: queues/<q>`.
+  return e.code === 'RQ_NO_SPACE' ? refuse(REPLY_OF.RQ_NO_SPACE.status, e.message) : REPLY_OF[e.code];
 }
 
 type Route =

@@ -276,4 +276,5 @@ export const ERROR_REPLIES = {
   RQ_NOT_PULL: { status: 400, error: 'the queue runs a script, so it cannot be used through lmstfy' },
   RQ_UNAVAILABLE: { status: 503, error: 'the queue is restarting, try again later' },
   RQ_OUTCOME_UNKNOWN: { status: 503, error: 'the queue stopped before it answered: the request may have been done' },
+  RQ_NO_SPACE: { status: 507, error: 'no space left on device' },
 } as const satisfies Record<ErrorCode, { status: number; error: string }>;

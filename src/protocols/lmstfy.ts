@@ -473,7 +473,8 @@ class LmstfyDoor {
       if (r.status >= 500) this.log.error({ ...where, code: e.code, err: explain(e) }, 'lmstfy request failed');
       else this.log.debug({ ...where, code: e.code, err: e.message }, 'lmstfy request refused');
       const headers = restartHeaders(e);
-      return { ...fail(r.status, r.error), ...(headers ? { headers } : {}) };
+      // A full disk says which: `no space left on device: queues/<q>`.
+      return { ...fail(r.status, e.code === 'RQ_NO_SPACE' ? e.message : r.error), ...(headers ? { headers } : {}) };
     }
     this.log.error({ ...where, err: explain(e) }, 'lmstfy request failed');
     return fail(500, 'internal error');

@@ -147,6 +147,7 @@ export class PullClient {
   async ensure(queue: string): Promise<void> {
     if (this.exists(queue)) return;
     const reply = await callRpc(this.root.mgrSocket, 'create_pull_queue', queue, { peer: 'rq-mgr', timeoutMs: CALL_TIMEOUT_MS, repeatable: true });
+    if (Array.isArray(reply) && reply[2] === 'RQ_NO_SPACE') throw new RqError('RQ_NO_SPACE', String(reply[1]));
     if (!Array.isArray(reply) || reply[0] !== 'ok') {
       throw new RqError('RQ_UPSTREAM', `rq-mgr did not make queue ${queue}: ${JSON.stringify(reply)}`);
     }

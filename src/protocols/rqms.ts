@@ -100,6 +100,7 @@ const REPLIES = {
   RQ_UPSTREAM: { status: 500, phrase: null },
   RQ_UNAVAILABLE: { status: 503, phrase: 'That queue is just getting up again. Do try again in a moment.' },
   RQ_OUTCOME_UNKNOWN: { status: 503, phrase: 'That queue nodded off before it could answer; it may have done as you asked. Do look before you ask again.' },
+  RQ_NO_SPACE: { status: 507, phrase: 'I am afraid there is no room left to put it.' },
 } as const satisfies Record<ErrorCode, { status: number; phrase: string | null }>;
 
 /** Refusals made here, whose message is the text to send (an RqError from the queues sends its code's phrase). */
@@ -124,7 +125,8 @@ const json = (status: number, body: string): Reply => ({ status, type: 'json', b
 function failureReply(method: string, thrown: unknown, log: ProtocolContext['log']): Reply {
   const e = thrown instanceof RqError ? thrown : undefined;
   const { status, phrase } = e ? REPLIES[e.code] : { status: 500, phrase: null };
-  const text = e && OWN_WORDS.has(e) ? e.message : phrase;
+  // A full disk says which, after the phrase: `(no space left on device: queues/<q>)`.
+  const text = e && OWN_WORDS.has(e) ? e.message : e?.code === 'RQ_NO_SPACE' ? `${phrase} (${e.message})` : phrase;
   if (status >= 500) log.error({ method, err: explain(thrown) }, 'rqms request failed');
   if (method === 'GET') return json(status, text === null ? INTERNAL_ERROR_JSON : JSON.stringify({ error: true, message: text }));
   return html(status, text ?? FAILED[method] ?? FAILED['POST']!);

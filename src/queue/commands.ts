@@ -12,7 +12,9 @@
  * The pull commands (pull.ts: publish, lease, ack, …) are the protocol front doors' and
  * external workers' verbs; their refusals carry the error's stable code as a third
  * element, `["fail", text, code]`, which RQ's two-element readers ignore. So do the
- * refusals of `run_message` and `clone_message`, which the web turns into an HTTP status.
+ * refusals of `run_message` and `clone_message`, which the web turns into an HTTP status,
+ * and every command's refusal for a full disk (`RQ_NO_SPACE`: `no space left on device:
+ * queues/<q>`), which RQ never gave; that refusal also tells the engine the disk is full.
  * An argument nested deeper than MAX_JSON_DEPTH is refused before any command sees it.
  * The commands that create a message (`create_message`, `prep_message`, `single_que`,
  * `publish`) announce its id before the commit when the argument has `"_announce": true`
@@ -24,7 +26,7 @@
  * no later than the accept of a connection made afterwards, before reading its request.
  */
 import type { RpcConnection } from '../client/rpc.js';
-import { RqError, coerceError, type ErrorCode } from '../domain/errors.js';
+import { RqError, coerceError, isNoSpace, type ErrorCode } from '../domain/errors.js';
 import { parseFullId } from '../domain/ids.js';
 import { MAX_JSON_DEPTH, isTooDeep } from '../domain/json-depth.js';
 import { isPlainObject } from '../domain/message.js';
@@ -204,9 +206,9 @@ const CODED_COMMANDS = new Set([
   ...['run_message', 'clone_message'],
 ]);
 
-/** A refusal of `command`: `["fail", text]`, or `["fail", text, code]` for the coded commands. */
+/** A refusal of `command`: `["fail", text]`, or `["fail", text, code]` for the coded commands and a full disk. */
 function refusal(command: string, text: string, code: ErrorCode): unknown[] {
-  return CODED_COMMANDS.has(command) ? ['fail', text, code] : ['fail', text];
+  return CODED_COMMANDS.has(command) || code === 'RQ_NO_SPACE' ? ['fail', text, code] : ['fail', text];
 }
 
 /**
@@ -234,6 +236,7 @@ export async function runCommand(engine: QueueEngine, log: Logger, command: stri
   try {
     return await handler(engine, arg, conn);
   } catch (e) {
+    if (isNoSpace(e)) engine.noteNoSpace(e);
     if (e instanceof RqError) return refusal(command, e.message, e.code);
     log.error({ command, err: coerceError(e).stack }, 'command failed');
     return refusal(command, 'internal error', 'RQ_IO');

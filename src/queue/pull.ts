@@ -21,7 +21,8 @@
  * this module (`adopt`), which applies the TTR rule to the leases that ended while the
  * process was down. TTR ends, delays (the engine's due timer) and TTLs run on
  * millisecond timers. Blocking leases wait in a FIFO list that every message becoming
- * ready wakes (`wake`), with no polling.
+ * ready wakes (`wake`), with no polling. A TTR end that a full disk refuses is tried again
+ * a second later, until the disk has room.
  *
  * Every operation that changes a message runs under its lock (message-locks.ts, shared
  * with the engine), so an ack racing a TTR end or a set sees the message in one state or
@@ -29,7 +30,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { RqError, coerceError } from '../domain/errors.js';
+import { RqError, coerceError, isNoSpace } from '../domain/errors.js';
 import { idTimeMs, isSafeId } from '../domain/ids.js';
 import { PARAM_KEYS, dueMs, isPlainObject, type Lease, type Message, type MessageInput } from '../domain/message.js';
 import type { State } from '../domain/states.js';
@@ -57,6 +58,8 @@ const CANCELLED_MS = 60_000;
 const MAX_MS = 4_294_967_295_000;
 /** The range of an instant (epoch ms): JavaScript's Date. */
 const MAX_INSTANT = 8.64e15;
+/** A TTR end that a full disk refused is tried again this much later. */
+const NO_SPACE_RETRY_MS = 1_000;
 /** The attachment that holds a finished message's result. */
 export const RESULT = 'result';
 
@@ -469,7 +472,7 @@ export class PullDesk {
    */
   private async endDueLeases(): Promise<void> {
     const due = this.leaseEnds.takeDue(Date.now());
-    await Promise.all(due.map(({ id }) => this.h.locks.exclusive(id, () => this.endLease(id, 'expired')).catch(() => undefined)));
+    await Promise.all(due.map(({ id }) => this.h.locks.exclusive(id, () => this.endLease(id, 'expired')).catch((e: unknown) => this.leaseNotEnded(id, e))));
   }
 
   private leaseOrWait(who: Lessee, count: number, waitMs: number, token: string | undefined, conn?: RpcConnection): Promise<PulledView[]> {
@@ -1138,9 +1141,13 @@ export class PullDesk {
 
   /** A lease's end has come (its timer): end it in its turn. */
   private endLeaseLater(id: string): void {
-    void this.h.locks.exclusive(id, () => this.endLease(id, 'expired')).catch((e: unknown) =>
-      this.h.log.error({ msg_id: id, err: coerceError(e).message }, 'cannot end a lease; it stays in run until restart'),
-    );
+    void this.h.locks.exclusive(id, () => this.endLease(id, 'expired')).catch((e: unknown) => this.leaseNotEnded(id, e));
+  }
+
+  /** A TTR end failed: for a full disk it is tried again a second later; else the lease stays in run until a restart. */
+  private leaseNotEnded(id: string, e: unknown): void {
+    if (isNoSpace(e) && this.h.runs.get(id)?.msg.lease) return this.armTtr(id, Date.now() + NO_SPACE_RETRY_MS);
+    this.h.log.error({ msg_id: id, err: coerceError(e).message }, 'cannot end a lease; it stays in run until restart');
   }
 
   private watchTtl(id: string, at: unknown): void {

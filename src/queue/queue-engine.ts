@@ -13,6 +13,11 @@
  * admin flags, watches workers left from before a restart, and retries a script that
  * was not runnable (SCRIPTERROR).
  *
+ * A full disk stops nothing for good. A run that cannot start for it goes back to que as
+ * it was (count unchanged), a finished run whose move out of run it refuses keeps its
+ * outcome in memory, and while the disk is full no run is started; every second the
+ * finishes and the starts are tried again, until they work.
+ *
  * Reads for the web go through the same memory: `messages` pages (offset, limit) are
  * slices of the in-memory lists, and `search` checks what memory knows before it reads
  * any file. Counters since start-up (`stats`) live in QueueStats.
@@ -23,7 +28,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { isOk } from '../client/rpc.js';
-import { RqError, coerceError, errnoCode } from '../domain/errors.js';
+import { RqError, asNoSpace, coerceError, errnoCode, isNoSpace } from '../domain/errors.js';
 import { fullId, hostUrl, isSafeId, isShortId, parseFullId, type HostInfo } from '../domain/ids.js';
 import { PARAM_KEYS, buildMessage, fieldText, type Message, type MessageInput } from '../domain/message.js';
 import { isValidQueueName } from '../domain/names.js';
@@ -71,6 +76,8 @@ const TICK_MS = 1_000;
  * run is always written, durably, with the move out of `run`.
  */
 const STATUS_WRITE_MS = 50;
+/** While the disk is full, the runs it held back are tried again this often (see noteNoSpace). */
+const NO_SPACE_RETRY_MS = 1_000;
 /** How long a successful check of the script (real path, executable) is trusted. */
 const SCRIPT_CHECK_MS = 1_000;
 /** A search lets other events in after this many file reads. */
@@ -97,8 +104,10 @@ interface RunEntry {
   /** A worker from before a restart, still alive; we wait for it to exit. */
   orphan?: { pid: number; pidFileMs: number };
   first?: Completion;
-  /** The worker has exited and the move out of `run` is being committed. */
+  /** The worker has exited (or never started) and the move out of `run` is being committed. */
   finishing: boolean;
+  /** Its held duplicates already moved to its final state (`dups` of its msg), when a full disk interrupted the finish. */
+  movedDups?: string[];
   /** The last status line, and whether any line came (no line: the status file is left alone). */
   jobStatus: JobStatus;
   hasStatus?: boolean;
@@ -225,6 +234,12 @@ export class QueueEngine {
   private oper: OperStatus = 'UP';
   private dueTimer: NodeJS.Timeout | undefined;
   private dueTimerAt = Infinity;
+  /** Since when (epoch ms) the disk has been full, as far as this queue's writes know. */
+  private noSpaceSince: number | undefined;
+  /** Armed while the disk is full: no run starts until it fires (see noteNoSpace). */
+  private spaceTimer: NodeJS.Timeout | undefined;
+  /** Finished runs whose move a full disk refused, with their outcomes, to be tried again. */
+  private readonly unfinished = new Map<RunEntry, RunOutcome>();
   private tick: NodeJS.Timeout | undefined;
   /** stop() was called: the queue process is exiting, and no run is started any more. */
   private stopped = false;
@@ -378,7 +393,7 @@ export class QueueEngine {
         }
       }
       try {
-        fs.renameSync(layout.msgDir('run', id), layout.msgDir('que', id));
+        store.unclaim(id);
         fromRun.add(id);
       } catch (e) {
         this.d.log.error({ msg_id: id, err: coerceError(e).message }, 'cannot move run message back to que');
@@ -859,6 +874,7 @@ export class QueueEngine {
     try {
       entry = await this.d.store.enqueue(id, 'prep', { msg: this.d.store.readMsg('prep', id) });
     } catch (e) {
+      if (isNoSpace(e)) throw e;
       this.d.log.error({ msg_id: id, err: coerceError(e).message }, 'commit failed');
       throw new RqError('RQ_IO', 'unknown reason', { cause: e });
     }
@@ -901,7 +917,7 @@ export class QueueEngine {
       } catch (e) {
         // No clone without all its attachments: the half-made one goes.
         store.remove('prep', msg.msg_id);
-        if (errnoCode(e) !== 'ENOENT') throw e;
+        if (errnoCode(e) !== 'ENOENT') throw this.asNoSpace(e);
         throw new RqError('RQ_NOT_FOUND', `msg ${id} was removed while it was being cloned; no clone was made`, { cause: e });
       }
     }
@@ -911,6 +927,11 @@ export class QueueEngine {
   }
 
   // ───────────────────────────── attachments ─────────────────────────────
+
+  /** A failed write of this queue's files as the store reports it (a full disk: RQ_NO_SPACE naming the queue's directory). */
+  private asNoSpace(e: unknown): unknown {
+    return asNoSpace(e, path.relative(this.d.root.root, this.d.layout.dir));
+  }
 
   /** attach_message (spec/rq.md §2.10). Returns the md5 of the attached file. */
   async attach(id: string, pathname: unknown, name: unknown): Promise<string> {
@@ -928,7 +949,11 @@ export class QueueEngine {
     }
     checkAttachmentSource(pathname);
     const attachDir = path.join(dir, 'attach');
-    fs.mkdirSync(attachDir, { recursive: true });
+    try {
+      fs.mkdirSync(attachDir, { recursive: true });
+    } catch (e) {
+      throw this.asNoSpace(e);
+    }
     const attName = typeof name === 'string' && name !== '' ? name : path.basename(pathname);
     if (attName.startsWith('.')) throw fail(`Attachment name as a dot-file not allowed: ${attName}`);
     if (/[$%&*<>?[\]|~/\\\0]/.test(attName) || attName === '..') {
@@ -938,7 +963,12 @@ export class QueueEngine {
     if (Buffer.byteLength(attName) > 251) throw fail(`Attachment name is ${Buffer.byteLength(attName)} bytes long; at most 251 are allowed`);
     const tmp = path.join(attachDir, `${attName}.tmp`);
     fs.rmSync(tmp, { force: true });
-    linkOrCopy(pathname, tmp);
+    try {
+      linkOrCopy(pathname, tmp);
+    } catch (e) {
+      fs.rmSync(tmp, { force: true });
+      throw this.asNoSpace(e);
+    }
     const { md5 } = await hashFile(tmp);
     fs.renameSync(tmp, path.join(attachDir, attName));
     return md5;
@@ -1074,7 +1104,7 @@ export class QueueEngine {
     if (this.stopped) return;
     if (this.oper === 'SCRIPTERROR') this.retryStuckRuns();
     if (this.status() === 'UP' && !this.isPull()) {
-      while (this.liveWorkers() < this.config.num_workers) {
+      while (this.liveWorkers() < this.config.num_workers && !this.spaceTimer) {
         const candidate = this.candidate();
         if (!candidate) break;
         this.startRun(candidate);
@@ -1094,6 +1124,35 @@ export class QueueEngine {
     for (const r of this.run.values()) if (!r.finishing) busy.add(paramKey((r.params ??= entryFromMessage(r.msg).params), blocking));
     for (const e of this.que.readyEntries()) if (!busy.has(paramKey(e.params, blocking))) return e;
     return undefined;
+  }
+
+  /**
+   * A write met a full disk (a run's start or finish, a command's write): no run starts
+   * until the space timer fires, NO_SPACE_RETRY_MS after the first refusal since it last
+   * fired, when the refused finishes and the next starts are tried again. (A refusal does
+   * not put the timer off: refused commands must not keep the runs from being tried.) The
+   * log says so once, when the disk fills.
+   */
+  noteNoSpace(e: unknown): void {
+    if (this.noSpaceSince === undefined) {
+      this.noSpaceSince = Date.now();
+      this.d.log.error({ err: coerceError(e).message }, 'the disk is full: runs wait in que until a write works again, tried every second');
+    }
+    this.spaceTimer ??= setTimeout(() => {
+      this.spaceTimer = undefined;
+      for (const [run, outcome] of this.unfinished) {
+        this.unfinished.delete(run);
+        void this.finishRun(run, outcome);
+      }
+      this.pump();
+    }, NO_SPACE_RETRY_MS);
+  }
+
+  /** A run's start or finish was written: the disk has room again. */
+  private spaceAgain(): void {
+    if (this.noSpaceSince === undefined) return;
+    this.d.log.info({ full_ms: Date.now() - this.noSpaceSince }, 'the disk has room again: runs start');
+    this.noSpaceSince = undefined;
   }
 
   private armDueTimer(atMs: number): void {
@@ -1117,6 +1176,11 @@ export class QueueEngine {
     try {
       store.claim(entry.id);
     } catch (e) {
+      if (isNoSpace(e)) {
+        this.que.insert(entry);
+        this.noteNoSpace(e);
+        return;
+      }
       log.error({ msg_id: entry.id, err: coerceError(e).message }, 'cannot move message to run; it stays in que on disk');
       return;
     }
@@ -1155,10 +1219,15 @@ export class QueueEngine {
     }
     const dir = layout.msgDir('run', run.id);
     const jobDir = path.join(dir, 'job');
-    fs.mkdirSync(jobDir, { recursive: true });
     // Decided here, with the script check: a start reported later must not undo a
     // SCRIPTERROR found since.
     this.oper = 'UP';
+    try {
+      fs.mkdirSync(jobDir, { recursive: true });
+    } catch (e) {
+      this.notStarted(run, coerceError(e).message, errnoCode(e));
+      return true;
+    }
     run.starting = true;
     this.d.spawner.spawn(
       {
@@ -1171,13 +1240,7 @@ export class QueueEngine {
       },
       {
         onStart: (worker) => this.onStart(run, worker),
-        onFail: (error) => {
-          run.starting = false;
-          log.error({ msg_id: run.id, err: error }, 'spawn failed');
-          this.stats.spawnFailed();
-          run.finishing = true;
-          void this.finishRun(run, { state: 'err', status: `SPAWN FAILED - MOVING TO ERR - ${error}` });
-        },
+        onFail: (error, code) => this.notStarted(run, error, code),
         onLine: (line) => this.onLine(run, line),
         onExit: (code, signal) => this.onExit(run, code, signal),
         onLost: () => this.onLost(run),
@@ -1186,10 +1249,49 @@ export class QueueEngine {
     return true;
   }
 
+  /**
+   * The script did not start (`code`: the errno, when there is one). For a full disk the
+   * message goes back to que as it was, unless a destroy_message came for it, which ends
+   * it in err as any other failed spawn.
+   */
+  private notStarted(run: RunEntry, error: string, code: string | undefined): void {
+    const { log } = this.d;
+    run.starting = false;
+    run.finishing = true;
+    this.stats.spawnFailed();
+    if (isNoSpace({ code }) && !run.destroyOnStart) {
+      this.noteNoSpace(new Error(error));
+      this.backToQue(run);
+      log.debug({ msg_id: run.id, err: error }, 'cannot start: the disk is full; back in que');
+      return;
+    }
+    log.error({ msg_id: run.id, err: error }, 'spawn failed');
+    void this.finishRun(run, { state: 'err', status: `SPAWN FAILED - MOVING TO ERR - ${error}` });
+  }
+
+  /**
+   * que ← run for a run that never started: the bare rename back (store.unclaim), its
+   * index entry as it was, and the duplicates it held waiting in que again.
+   */
+  private backToQue(run: RunEntry): void {
+    const dups = this.held.get(run.id) ?? [];
+    void this.locks.exclusive([run.id, ...dups.map((d) => d.id)], async () => {
+      this.run.delete(run.id);
+      this.releaseHeld(run.id);
+      try {
+        this.d.store.unclaim(run.id);
+        this.que.insert(entryFromMessage(run.msg));
+      } catch (e) {
+        this.d.log.error({ msg_id: run.id, err: coerceError(e).message }, 'cannot move message back to que; it stays in run/ until restart');
+      }
+    });
+  }
+
   private onStart(run: RunEntry, worker: RunningWorker): void {
     run.starting = false;
     run.worker = worker;
     run.spawnedAt = Date.now();
+    this.spaceAgain();
     const { log } = this.d;
     if (run.destroyOnStart) {
       log.info({ msg_id: run.id, worker_pid: worker.pid }, 'message destroyed');
@@ -1313,7 +1415,9 @@ export class QueueEngine {
     try {
       this.d.store.writeStatus('run', run.id, run.jobStatus);
     } catch (e) {
-      this.d.log.warn({ msg_id: run.id, err: coerceError(e).message }, 'cannot write status');
+      // The last line is written with the move out of run, once there is room.
+      if (isNoSpace(e)) this.noteNoSpace(e);
+      else this.d.log.warn({ msg_id: run.id, err: coerceError(e).message }, 'cannot write status');
     }
   }
 
@@ -1353,16 +1457,15 @@ export class QueueEngine {
     // The status to commit with the move: the outcome's, else the run's last line.
     const status: { status?: JobStatus } =
       'status' in outcome && outcome.status !== undefined ? { status: outcome.status } : run.hasStatus ? { status: run.jobStatus } : {};
+    // Held until each is moved: a full disk may stop this finish half-way (see below).
     const dups = this.held.get(run.id) ?? [];
-    this.held.delete(run.id);
-    for (const d of dups) this.heldIds.delete(d.id);
     const msg = run.msg;
     const to = outcome.state;
     try {
       if (to === 'done' || to === 'relayed') {
         const parent = this.fullId(run.id);
-        const moved: string[] = [];
-        for (const d of dups) {
+        const moved = (run.movedDups ??= []);
+        for (let d = dups[0]; d !== undefined; d = dups[0]) {
           try {
             const dmsg = store.readMsg('que', d.id);
             dmsg.dup = parent;
@@ -1371,15 +1474,18 @@ export class QueueEngine {
             this.stats.messageFinished(to);
             moved.push(this.fullId(d.id));
           } catch (e) {
+            if (isNoSpace(e)) throw e;
             log.warn({ msg_id: d.id, err: coerceError(e).message }, 'duplicate vanished before its parent finished');
           }
+          dups.shift();
+          this.heldIds.delete(d.id);
         }
         if (moved.length > 0) msg.dups = moved;
         await store.move(run.id, 'run', to, { ...status, ...(moved.length > 0 ? { msg } : {}) });
         this.counts[to]++;
         this.stats.messageFinished(to);
       } else {
-        for (const d of dups) this.que.insert(d);
+        this.releaseHeld(run.id);
         delete msg.dups;
         if (outcome.state === 'que') {
           msg.due = nowSec() + outcome.delaySec;
@@ -1390,13 +1496,29 @@ export class QueueEngine {
           this.stats.messageFinished('err');
         }
       }
+      this.spaceAgain();
       if (to !== 'que') this.queueWebhooks(run.id, msg, to);
     } catch (e) {
+      if (isNoSpace(e)) {
+        // Still in run, on disk and here: tried again when the disk has room (noteNoSpace).
+        this.unfinished.set(run, outcome);
+        this.noteNoSpace(e);
+        return;
+      }
       log.error({ msg_id: run.id, err: coerceError(e).message, to }, 'cannot finish run; it stays in run/ until restart');
-    } finally {
-      this.run.delete(run.id);
-      this.pump();
     }
+    this.releaseHeld(run.id);
+    this.run.delete(run.id);
+    this.pump();
+  }
+
+  /** The duplicates a run holds aside wait in que again as messages of their own. */
+  private releaseHeld(id: string): void {
+    for (const d of this.held.get(id) ?? []) {
+      this.heldIds.delete(d.id);
+      this.que.insert(d);
+    }
+    this.held.delete(id);
   }
 
   /**

@@ -10,6 +10,8 @@
  * after it survives a power cut (write, fsync, rename, fsync dir; nq.c, qmail).
  *
  * A failed fsync rejects every op of the batch; a failed rename rejects its own op.
+ * A batch that fails before its renames (a full disk, say) leaves the journal as it was:
+ * what it appended, even a line cut short, is truncated away.
  *
  * The journal (the que index, que-index.ts) is appended to by the ops and replaced by a
  * compaction. A replacement waits in line with the ops and runs between two flushes, in
@@ -103,15 +105,22 @@ export function createGroupCommitter(): GroupCommitter {
       if (p.op.fsyncFds) fds.push(...p.op.fsyncFds);
       if (p.op.journal) journal += p.op.journal;
     }
+    /** The journal's size before this batch appended to it, while the batch may still fail. */
+    let appendedAt: { fd: number; size: number } | undefined;
     try {
-      const syncs: Array<Promise<void>> = fds.map((fd) => fsyncAsync(fd));
       if (journal && journalFd !== undefined) {
-        fs.writeSync(journalFd, journal);
-        for (let i = journal.indexOf('\n'); i >= 0; i = journal.indexOf('\n', i + 1)) journalLines++;
-        syncs.push(fdatasyncAsync(journalFd));
+        appendedAt = { fd: journalFd, size: fs.fstatSync(journalFd).size };
+        const bytes = Buffer.from(journal);
+        for (let off = 0; off < bytes.length; ) off += fs.writeSync(journalFd, bytes, off);
       }
-      await Promise.all(syncs);
+      const syncs = fds.map((fd) => fsyncAsync(fd));
+      if (appendedAt) syncs.push(fdatasyncAsync(appendedAt.fd));
+      // Every fsync settles before the descriptors are closed, failed or not.
+      const failure = (await Promise.allSettled(syncs)).find((r) => r.status === 'rejected');
+      if (failure) throw failure.reason;
+      if (appendedAt) for (let i = journal.indexOf('\n'); i >= 0; i = journal.indexOf('\n', i + 1)) journalLines++;
     } catch (e) {
+      if (appendedAt) truncate(appendedAt.fd, appendedAt.size);
       for (const p of batch) p.reject(e as Error);
       return;
     } finally {
@@ -137,6 +146,15 @@ export function createGroupCommitter(): GroupCommitter {
       return;
     }
     for (const p of renamed) p.resolve();
+  }
+
+  /** Cut the journal back to `size` bytes; a failure is left to the listing check at start-up (que-index.ts). */
+  function truncate(fd: number, size: number): void {
+    try {
+      fs.ftruncateSync(fd, size);
+    } catch {
+      // the index is a cache: a torn line is skipped when it is read
+    }
   }
 
   function openJournal(path: string, lines: number): void {

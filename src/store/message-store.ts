@@ -13,11 +13,13 @@
  * message where it was, and the next clean takes it again.
  *
  * Preconditions are the renames themselves: a missing source is ENOENT, which becomes
- * `RqError('RQ_NOT_IN_STATE')` and is never ignored.
+ * `RqError('RQ_NOT_IN_STATE')` and is never ignored. A full disk (ENOSPC, EDQUOT) is
+ * `RqError('RQ_NO_SPACE')`, `no space left on device: queues/<q>`, whichever write met
+ * it, and a write that fails leaves no temp file behind.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { RqError, errnoCode } from '../domain/errors.js';
+import { RqError, asNoSpace, errnoCode, isNoSpace } from '../domain/errors.js';
 import { idTimestamp } from '../domain/ids.js';
 import { parseMessage, type Message } from '../domain/message.js';
 import { HASHED_STATES, isLegalMove, type State } from '../domain/states.js';
@@ -74,6 +76,13 @@ export interface MessageStore {
   rewrite(state: State, id: string, opts: MoveOptions & { msg: Message }): Promise<void>;
   /** que → run, a bare rename (see above). */
   claim(id: string): void;
+  /**
+   * run → que, a bare rename that undoes a claim whose worker never started: `msg` is as
+   * it was in que, so its index line is too, and a crash before the rename is durable
+   * leaves it in run, which start-up recovery moves back the same way. Its pid file (and
+   * any temp file a failed write left) is removed first.
+   */
+  unclaim(id: string): void;
   remove(state: State, id: string): void;
   exists(state: State, id: string): boolean;
   readMsg(state: State, id: string): Message;
@@ -167,6 +176,10 @@ function notInState(id: string, from: State, cause: unknown): RqError {
 export function createMessageStore(q: QueueLayout, committer: GroupCommitter): MessageStore {
   let seq = 0;
   const madeHashDirs = new Set<string>();
+  const where = path.relative(q.root.root, q.dir);
+
+  /** A failure as the store reports it: a full disk is RQ_NO_SPACE naming the queue's directory. */
+  const refusal = (e: unknown): unknown => asNoSpace(e, where);
 
   /** mkdir -p a hashed parent; returns the directories whose entries changed. */
   function ensureHashedParent(target: string): string[] {
@@ -181,6 +194,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     return dirs;
   }
 
+  /** `file` written and left open (for its fsync); a failed write removes it. */
   function openForWrite(file: string, content: string | Buffer): number {
     const fd = fs.openSync(file, 'w');
     try {
@@ -188,9 +202,21 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off);
     } catch (e) {
       fs.closeSync(fd);
+      fs.rmSync(file, { force: true });
       throw e;
     }
     return fd;
+  }
+
+  /** Write `file` through `<file>.tmp` (or `tmp`) and rename it in place; a failed write removes the temp file. */
+  function replaceFile(tmp: string, file: string, content: string): void {
+    try {
+      fs.writeFileSync(tmp, content);
+    } catch (e) {
+      fs.rmSync(tmp, { force: true });
+      throw refusal(e);
+    }
+    fs.renameSync(tmp, file);
   }
 
   function maybeOpen(file: string): number[] {
@@ -230,7 +256,8 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       if (from === 'prep' && !opts.files) fds.push(...maybeOpen(path.join(src, 'attach')));
     } catch (e) {
       for (const fd of fds) fs.closeSync(fd);
-      throw notInState(id, from, e);
+      for (const [tmp] of renames) fs.rmSync(tmp, { force: true });
+      throw isNoSpace(e) ? refusal(e) : notInState(id, from, e);
     }
   }
 
@@ -239,16 +266,21 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     if (!isLegalMove(from, to)) throw new RqError('RQ_NOT_IN_STATE', `illegal move ${from} → ${to} for ${id}`);
     const src = q.msgDir(from, id);
     const dst = q.msgDir(to, id);
+    let syncDirs: string[];
+    try {
+      syncDirs = HASHED_STATES.has(to) ? ensureHashedParent(dst) : [q.stateDir(to)];
+    } catch (e) {
+      throw refusal(e);
+    }
     const fds: number[] = [];
     const renames: Array<[string, string]> = [];
     stageContents(id, from, src, opts, fds, renames);
-    const syncDirs = HASHED_STATES.has(to) ? ensureHashedParent(dst) : [q.stateDir(to)];
     if (renames.length > 0) syncDirs.push(dst);
     renames.push([src, dst]);
     try {
       await committer.commit({ fsyncFds: fds, renames, syncDirs, ...(journal ? { journal } : {}) });
     } catch (e) {
-      if (errnoCode(e) !== 'ENOENT') throw e;
+      if (errnoCode(e) !== 'ENOENT') throw refusal(e);
       if (fs.existsSync(src) && HASHED_STATES.has(to)) {
         // The cleaner removed a hashed directory this process had made: make it again.
         madeHashDirs.delete(path.dirname(dst));
@@ -262,7 +294,11 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     async create(build, to, opts = {}) {
       const ts = idTimestamp(new Date());
       const tmpDir = path.join(q.stateDir('prep'), `_${ts}.${process.pid}.${seq++}`);
-      fs.mkdirSync(tmpDir);
+      try {
+        fs.mkdirSync(tmpDir);
+      } catch (e) {
+        throw refusal(e);
+      }
       let msg: Message;
       const fds: number[] = [];
       const syncDirs = [q.stateDir(to)];
@@ -289,7 +325,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       } catch (e) {
         for (const fd of fds) fs.closeSync(fd);
         fs.rmSync(tmpDir, { recursive: true, force: true });
-        throw e;
+        throw refusal(e);
       }
       const entry = to === 'que' ? entryFromMessage(msg) : undefined;
       try {
@@ -302,7 +338,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       } catch (e) {
         // Not made: nothing half-made stays (an external id it claimed is free again).
         fs.rmSync(tmpDir, { recursive: true, force: true });
-        throw e;
+        throw refusal(e);
       }
       return entry ? { msg, entry } : { msg };
     },
@@ -323,14 +359,28 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       const renames: Array<[string, string]> = [];
       stageContents(id, state, dir, opts, fds, renames);
       const journal = state === 'que' ? journalLine(entryFromMessage(opts.msg)) : undefined;
-      await committer.commit({ fsyncFds: fds, renames, syncDirs: [dir], ...(journal ? { journal } : {}) });
+      try {
+        await committer.commit({ fsyncFds: fds, renames, syncDirs: [dir], ...(journal ? { journal } : {}) });
+      } catch (e) {
+        throw refusal(e);
+      }
     },
 
     claim(id) {
       try {
         fs.renameSync(q.msgDir('que', id), q.msgDir('run', id));
       } catch (e) {
-        throw notInState(id, 'que', e);
+        throw isNoSpace(e) ? refusal(e) : notInState(id, 'que', e);
+      }
+    },
+
+    unclaim(id) {
+      const dir = q.msgDir('run', id);
+      for (const name of ['pid', 'pid.tmp', 'status.tmp', 'tmp']) fs.rmSync(path.join(dir, name), { force: true });
+      try {
+        fs.renameSync(dir, q.msgDir('que', id));
+      } catch (e) {
+        throw isNoSpace(e) ? refusal(e) : notInState(id, 'run', e);
       }
     },
 
@@ -355,8 +405,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
 
     writeMsg(state, id, msg) {
       const dir = q.msgDir(state, id);
-      fs.writeFileSync(path.join(dir, 'tmp'), JSON.stringify(msg));
-      fs.renameSync(path.join(dir, 'tmp'), path.join(dir, 'msg'));
+      replaceFile(path.join(dir, 'tmp'), path.join(dir, 'msg'), JSON.stringify(msg));
     },
 
     readStatus(state, id) {
@@ -372,8 +421,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
 
     writeStatus(state, id, status) {
       const dir = q.msgDir(state, id);
-      fs.writeFileSync(path.join(dir, 'status.tmp'), JSON.stringify({ job_status: status }));
-      fs.renameSync(path.join(dir, 'status.tmp'), path.join(dir, 'status'));
+      replaceFile(path.join(dir, 'status.tmp'), path.join(dir, 'status'), JSON.stringify({ job_status: status }));
     },
 
     listFlat(state) {

@@ -2,16 +2,15 @@
  * The rq-mgr process, in either of its two shapes: in the foreground (`bin/rq-mgr run`,
  * `npm start`, the systemd unit), every log line on stdout; or as the daemon that
  * `bin/rq-mgr start` spawns (rq-mgr-main.ts), every log line in `log/rq.log`, reopened on
- * SIGUSR1 for logrotate. Either way TERM or INT stops everything cleanly and HUP reloads
- * (spec/rq.md §4.2). At start it takes the root's rq-mgr lock (process-lock.ts): a second
- * rq-mgr for the same root logs who holds it and exits. It also makes the files that hold
- * secrets owner-only, saying so in the log (secret-files.ts).
+ * SIGUSR1 for logrotate. A log that cannot be written (a full disk) costs lines, counted,
+ * never the process (logger.ts). Either way TERM or INT stops everything cleanly and HUP
+ * reloads (spec/rq.md §4.2). At start it takes the root's rq-mgr lock (process-lock.ts): a
+ * second rq-mgr for the same root logs who holds it and exits. It also makes the files
+ * that hold secrets owner-only, saying so in the log (secret-files.ts).
  */
-import { once } from 'node:events';
 import path from 'node:path';
-import { pino } from 'pino';
 import { coerceError, explain } from '../domain/errors.js';
-import { createLogger } from '../lib/logger.js';
+import { createLogDestination, createLogger } from '../lib/logger.js';
 import { holderName, takeLock } from '../lib/process-lock.js';
 import { TOKENS_FILE } from '../protocols/lmstfy-tokens.js';
 import type { RootLayout } from '../store/layout.js';
@@ -27,12 +26,11 @@ import { Supervisor } from './supervisor.js';
 export async function runSupervisor(root: RootLayout, o: { foreground: boolean }): Promise<void> {
   process.chdir(root.root);
   process.title = '[rq-mgr]';
-  const dest = o.foreground
-    ? pino.destination({ dest: 1, sync: false })
-    : pino.destination({ dest: root.logFile, mkdir: true, sync: false });
-  // Open before the first line, so that exit() can flush even a config error at once.
-  await once(dest, 'ready');
-  const log = createLogger({ component: 'rq-mgr' }, dest);
+  // Children's lines come through here too: when it cannot write, they are dropped and
+  // counted with rq-mgr's own (logger.ts), and every process keeps serving.
+  const bindings = { component: 'rq-mgr' };
+  const dest = createLogDestination(o.foreground ? { fd: 1 } : { file: root.logFile }, bindings);
+  const log = createLogger(bindings, dest);
   const exit: (code: number) => never = (code) => {
     dest.flushSync();
     process.exit(code);

@@ -20,7 +20,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { coerceError } from '../domain/errors.js';
+import { RqError, asNoSpace, coerceError } from '../domain/errors.js';
 import { isTooDeep } from '../domain/json-depth.js';
 import { isPlainObject } from '../domain/message.js';
 import { isNewRqQueueName, isProtocolQueueName, isValidQueueName } from '../domain/names.js';
@@ -31,7 +31,7 @@ import type { Logger } from '../lib/logger.js';
 import { QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../lib/install-root.js';
 import { PARENT_PID_VAR } from '../lib/parent-link.js';
 import { writeFileDurably } from '../store/atomic.js';
-import { ensureQueueDirs, fittedFileName, queueLayout, type RootLayout } from '../store/layout.js';
+import { ensureQueueDirs, fittedFileName, queueLayout, type QueueLayout, type RootLayout } from '../store/layout.js';
 import { RQ_VERSION } from '../queue/queue-engine.js';
 import { readLinkedConfig } from '../store/config-files.js';
 import { isRunnable, resolveScript } from '../worker/runner.js';
@@ -412,7 +412,7 @@ export class Supervisor {
         writeFileDurably(q.configFile, serialiseQueueConfig(normaliseQueueConfig({ name, script: '', num_workers: 0 })));
       } catch (e) {
         this.o.log.error({ queue: name, err: coerceError(e).message }, 'pull queue not created');
-        return ['fail', 'queue not created'];
+        return this.notCreated(e, q);
       }
     }
     if (!this.queues.has(name)) await this.startQueue(name);
@@ -433,11 +433,20 @@ export class Supervisor {
       writeConfig(q.configFile);
     } catch (e) {
       this.o.log.error({ queue: name, err: coerceError(e).message }, 'queue not created');
-      return ['fail', 'queue not created'];
+      return this.notCreated(e, q);
     }
     await this.startQueue(name);
     this.o.log.info({ queue: name, ...how }, 'queue created');
     return ['success', 'queue created - awesome'];
+  }
+
+  /**
+   * RQ's `["fail", "queue not created"]`, or for a full disk its own refusal with its code:
+   * `["fail", "no space left on device: queues/<q>", "RQ_NO_SPACE"]`.
+   */
+  private notCreated(e: unknown, q: QueueLayout): unknown {
+    const err = asNoSpace(e, path.relative(this.o.root.root, q.dir));
+    return err instanceof RqError && err.code === 'RQ_NO_SPACE' ? ['fail', err.message, err.code] : ['fail', 'queue not created'];
   }
 
   /** A queue of this name runs, or its directory exists (perhaps left by hand). */

@@ -25,7 +25,7 @@ import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import qs from 'qs';
-import { coerceError } from '../domain/errors.js';
+import { coerceError, isNoSpace } from '../domain/errors.js';
 import { BUSY_RETRY_AFTER_S, bodyBudget } from '../lib/body-budget.js';
 import { webError } from './web-errors.js';
 
@@ -206,13 +206,18 @@ export function multipart(): RequestHandler {
       const out = fs.createWriteStream(tmp, { flags: 'wx', mode: 0o600 });
       temps.add(tmp, out);
       stream.on('data', (chunk: Buffer) => bodyBudget.release(res, chunk.length));
-      // Handled at once: an open or write failure (ENOSPC, EMFILE, no tmpdir) is a 500, never an unhandled rejection.
+      // Handled at once: a full disk is a 507, another open or write failure (EMFILE, no tmpdir) a 500, never an unhandled rejection.
       writes.push(
         pipeline(stream, out).then(
           () => {
             files[name] = { path: tmp, filename: info.filename ?? '', size: out.bytesWritten };
           },
-          (e: unknown) => fail(webError('RQ_IO', `Could not store the upload: ${coerceError(e).message}`)),
+          (e: unknown) =>
+            fail(
+              isNoSpace(e)
+                ? webError('RQ_NO_SPACE', 'Could not store the upload: no space left on device for temporary files')
+                : webError('RQ_IO', `Could not store the upload: ${coerceError(e).message}`),
+            ),
         ),
       );
     });

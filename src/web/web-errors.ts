@@ -29,6 +29,8 @@ const HTTP_STATUS = {
   RQ_NOT_PULL: 409,
   RQ_UNAVAILABLE: 503,
   RQ_OUTCOME_UNKNOWN: 503,
+  // Insufficient Storage (RFC 4918): the request was fine, and can be sent again once the disk has room.
+  RQ_NO_SPACE: 507,
 } as const satisfies Record<ErrorCode, number>;
 
 /** An error whose body is exactly `text` (RQ's bare texts), not `<status> - <text>`. */
@@ -63,6 +65,14 @@ export function bodyOf(e: RqError): string {
 export function dump(reply: unknown): string {
   if (Array.isArray(reply)) return `[${reply.map((v) => JSON.stringify(v) ?? 'nil').join(', ')}]`;
   return JSON.stringify(reply) ?? 'nil';
+}
+
+/**
+ * A queue's refusal for a full disk, `["fail", "no space left on device: queues/<q>",
+ * "RQ_NO_SPACE"]`, as a route's failure (507 with that text); undefined for any other reply.
+ */
+export function noSpace(reply: unknown): RqError | undefined {
+  return Array.isArray(reply) && reply[0] === 'fail' && reply[2] === 'RQ_NO_SPACE' ? webError('RQ_NO_SPACE', String(reply[1])) : undefined;
 }
 
 /**

@@ -11,6 +11,12 @@
  * A worker that writes garbage, never exits or dies by a signal only ever reaches the
  * queue process as lines and an exit event; writes to fd 4 after it has gone (EPIPE)
  * are ignored.
+ *
+ * A run whose start cannot be written down does not run: on a full disk (ENOSPC) the
+ * spawn is refused, before any fork when the job directory's filesystem has no block
+ * left, else, when the start marker cannot be written, by a SIGKILL to the new process
+ * group at once. Either way the error is thrown, and the queue process puts the message
+ * back in que.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -121,11 +127,20 @@ export interface SpawnedWorker extends RunningWorker {
   holdLines(hold: boolean): void;
 }
 
+/** Stop a worker that must not run after all (it has only just been started): SIGKILL to its group, its pipes closed. */
+function abandon(child: ChildProcess): void {
+  child.on('error', () => {});
+  if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
+  for (const stream of child.stdio) stream?.destroy();
+}
+
 /** How long after exit to wait for a status pipe a grandchild still holds open. */
 const DRAIN_GRACE_MS = 100;
 
-/** Spawn the worker; throws when the OS refuses (e.g. ENOEXEC, ENOENT). */
+/** Spawn the worker; throws when the OS refuses (e.g. ENOEXEC, ENOENT), or the disk is full (ENOSPC; see above). */
 export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
+  const logDir = path.dirname(spec.logFile);
+  if (fs.statfsSync(logDir).bavail === 0) throw Object.assign(new Error(`ENOSPC: no space left on device, statfs '${logDir}'`), { code: 'ENOSPC' });
   const logFd = fs.openSync(spec.logFile, 'a');
   let child: ChildProcess;
   try {
@@ -143,7 +158,12 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
     // RQ's forked child wrote this marker before exec. Node cannot run code in the child,
     // so it is appended as soon as the pid is known; a script that prints at once on a
     // busy machine may get its first bytes in before it.
-    fs.writeSync(logFd, `\n${child.pid} - ${localTimestamp(new Date())} - RQ START - ${spec.realScript}\n`);
+    try {
+      fs.writeSync(logFd, `\n${child.pid} - ${localTimestamp(new Date())} - RQ START - ${spec.realScript}\n`);
+    } catch (e) {
+      abandon(child);
+      throw e;
+    }
   } finally {
     fs.closeSync(logFd);
   }

@@ -5,13 +5,16 @@
  * status-pipe lines (batched) and exit to the queue process; the queue's answers to `dup` come back
  * the same way and go to the worker's fd 4.
  *
+ * A worker whose pid file cannot be written for a full disk is killed at once and its
+ * spawn reported failed (runner.ts: a run whose start cannot be written down does not run).
+ *
  * When the channel closes (the queue process has exited or died) the spawner exits too,
  * even if that happened while it was still starting (parent-link.ts).
  * Its workers are never signalled: they run in their own process groups and outlive it,
  * and the queue's recovery waits for them as after any restart (spec/rq.md §4.3).
  */
 import fs from 'node:fs';
-import { coerceError } from '../domain/errors.js';
+import { coerceError, errnoCode, isNoSpace } from '../domain/errors.js';
 import { followParent } from '../lib/parent-link.js';
 import { spawnWorker, type SpawnedWorker } from './runner.js';
 import type { FromSpawner, ToSpawner } from './spawner.js';
@@ -59,14 +62,19 @@ function start(m: Extract<ToSpawner, { t: 'spawn' }>): void {
       },
     });
   } catch (e) {
-    send({ t: 'failed', n: m.n, error: coerceError(e).message });
+    send({ t: 'failed', n: m.n, error: coerceError(e).message, code: errnoCode(e) });
     return;
   }
   workers.set(m.n, worker);
   try {
     fs.writeFileSync(`${m.pidFile}.tmp`, String(worker.pid));
     fs.renameSync(`${m.pidFile}.tmp`, m.pidFile);
-  } catch {
+  } catch (e) {
+    if (isNoSpace(e)) {
+      worker.kill('SIGKILL');
+      send({ t: 'failed', n: m.n, error: coerceError(e).message, code: errnoCode(e) });
+      return;
+    }
     // The run's directory went away under it (removed by hand, or its queue deleted); the
     // run is still reported, and ends as its worker does.
   }

@@ -36,14 +36,14 @@ export type ToSpawner = ({ t: 'spawn'; n: number } & SpawnRequest) | { t: 'reply
 
 export type FromSpawner =
   | { t: 'started'; n: number; pid: number }
-  | { t: 'failed'; n: number; error: string }
+  | { t: 'failed'; n: number; error: string; code?: string | undefined }
   | { t: 'lines'; n: number; lines: string[] }
   | { t: 'exit'; n: number; code: number | null; signal: NodeJS.Signals | null };
 
 export interface WorkerEvents {
   onStart(worker: RunningWorker): void;
-  /** The OS refused to start the script (e.g. ENOEXEC), or a spawner; nothing runs. */
-  onFail(error: string): void;
+  /** The OS refused to start the script (e.g. ENOEXEC, or ENOSPC for a full disk: its errno `code`), or a spawner; nothing runs. */
+  onFail(error: string, code?: string): void;
   onLine(line: string): void;
   /** Once, after the worker has exited and its status pipe has drained. */
   onExit(code: number | null, signal: NodeJS.Signals | null): void;
@@ -194,7 +194,7 @@ export class Spawner {
       case 'failed':
         helper.starting--;
         this.ended(helper, m.n);
-        events.onFail(m.error);
+        events.onFail(m.error, m.code);
         return;
       case 'lines':
         for (const line of m.lines) events.onLine(line);

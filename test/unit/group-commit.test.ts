@@ -3,11 +3,13 @@
 // flushes, after the ops before it have resolved, so no flushed line is lost with the
 // old file and no fsync is left pending on a closed descriptor. A directory removed and
 // made again (the cleaner prunes done/ minute directories) is fsynced as the new one.
+// A flush that a full disk refuses leaves the journal as it was.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { createGroupCommitter, type GroupCommitter } from '../../src/store/group-commit.js';
+import { smallDisk } from '../helpers/full-disk.js';
 
 let dir: string;
 let file: string;
@@ -89,5 +91,24 @@ describe('group commit journal', () => {
     });
     expect(open).not.toContain(`${sub} (deleted)`);
     expect(open).toContain(sub);
+  });
+
+  it('leaves the journal as it was when a full disk refuses a flush, not a line cut short', async () => {
+    const mount = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-commit-disk-'));
+    onTestFinished(() => fs.rmSync(mount, { recursive: true, force: true }));
+    const disk = smallDisk(mount, 64 * 1024);
+    const journal = path.join(mount, 'journal');
+    fs.writeFileSync(journal, 'old\n');
+    c.openJournal(journal, 1);
+    disk.fill();
+    // Longer than what is left of the journal's last page: the write is cut short, then refused.
+    const long = `${'x'.repeat(8192)}\n`;
+    await expect(c.commit({ journal: long })).rejects.toMatchObject({ code: 'ENOSPC' });
+    expect(fs.readFileSync(journal, 'utf8')).toBe('old\n');
+    expect(c.journalLines()).toBe(1);
+    disk.free();
+    await c.commit({ journal: 'z\n' });
+    expect(fs.readFileSync(journal, 'utf8')).toBe('old\nz\n');
+    expect(c.journalLines()).toBe(2);
   });
 });

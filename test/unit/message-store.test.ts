@@ -1,13 +1,17 @@
 // The hashed listings of the message store (spec/rq.md §1.8): ids newest first, read
 // lazily directory by directory, skipped minute directories only counted; the count
-// walks the same tree. And the start-up sweep of prep/.
+// walks the same tree. The start-up sweep of prep/. And a full disk, for real (a small
+// tmpfs): RQ_NO_SPACE naming the queue, no temp file left, and the one move that needs no
+// room (unclaim, run → que) still made.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { buildMessage } from '../../src/domain/message.js';
 import { createGroupCommitter } from '../../src/store/group-commit.js';
 import { ensureQueueDirs, queueLayout, rootLayout, type QueueLayout } from '../../src/store/layout.js';
 import { createMessageStore, type MessageStore } from '../../src/store/message-store.js';
+import { smallDisk, type SmallDisk } from '../helpers/full-disk.js';
 
 let root: string;
 let q: QueueLayout;
@@ -61,5 +65,60 @@ describe('sweepPrep', () => {
     for (const name of ['_20250102.0300.00.000.1.0', '20250102.0300.00.000.2', '.hidden']) fs.mkdirSync(path.join(q.stateDir('prep'), name));
     expect(store.sweepPrep()).toEqual(['20250102.0300.00.000.2']);
     expect(fs.readdirSync(q.stateDir('prep')).sort()).toEqual(['.hidden', '20250102.0300.00.000.2']);
+  });
+});
+
+describe('a full disk', () => {
+  const NO_SPACE = { code: 'RQ_NO_SPACE', message: 'no space left on device: queues/q' };
+
+  /** A store of queue `q` whose queues/ is a small tmpfs, and that disk. */
+  function storeOnSmallDisk(): { store: MessageStore; q: QueueLayout; disk: SmallDisk } {
+    const r = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-store-disk-'));
+    // Runs after the disk's own hook, which unmounts it (hooks run in reverse order).
+    onTestFinished(() => fs.rmSync(r, { recursive: true, force: true }));
+    const disk = smallDisk(path.join(r, 'queues'), 256 * 1024);
+    const layout = queueLayout(rootLayout(r), 'q');
+    ensureQueueDirs(layout);
+    return { store: createMessageStore(layout, createGroupCommitter()), q: layout, disk };
+  }
+
+  const create = (s: MessageStore): Promise<string> => s.create((id) => buildMessage({ dest: 'q' }, id, id, 0), 'que').then((c) => c.msg.msg_id);
+
+  it('refuses a create with RQ_NO_SPACE naming the queue, and leaves nothing half-made', async () => {
+    const { store: s, q: layout, disk } = storeOnSmallDisk();
+    disk.fill();
+    await expect(create(s)).rejects.toMatchObject(NO_SPACE);
+    expect(fs.readdirSync(layout.stateDir('prep'))).toEqual([]);
+    expect(fs.readdirSync(layout.stateDir('que'))).toEqual([]);
+  });
+
+  it('refuses a move or a status whose file does not fit with RQ_NO_SPACE, not as a missing message, and leaves no temp file', async () => {
+    const { store: s, q: layout, disk } = storeOnSmallDisk();
+    const id = await create(s);
+    s.claim(id);
+    const dir = layout.msgDir('run', id);
+    disk.fill();
+    const status = 'x'.repeat(16384);
+    await expect(s.move(id, 'run', 'done', { status })).rejects.toMatchObject(NO_SPACE);
+    expect(() => s.writeStatus('run', id, status)).toThrow(expect.objectContaining(NO_SPACE));
+    expect(() => s.writeMsg('run', id, { ...s.readMsg('run', id), param1: status })).toThrow(expect.objectContaining(NO_SPACE));
+    expect(fs.readdirSync(dir).sort()).toEqual(['msg']);
+    disk.free();
+    await s.move(id, 'run', 'done', { status });
+    expect(s.readStatus('done', id)).toEqual({ job_status: status });
+  });
+
+  it('moves a run that never started back to que without room, its pid and temp files gone', async () => {
+    const { store: s, q: layout, disk } = storeOnSmallDisk();
+    const id = await create(s);
+    s.claim(id);
+    const dir = layout.msgDir('run', id);
+    fs.mkdirSync(path.join(dir, 'job'));
+    for (const name of ['pid.tmp', 'status.tmp']) fs.writeFileSync(path.join(dir, name), '');
+    disk.fill();
+    s.unclaim(id);
+    expect(fs.existsSync(dir)).toBe(false);
+    expect(fs.readdirSync(layout.msgDir('que', id)).sort()).toEqual(['job', 'msg']);
+    expect(s.readMsg('que', id)).toMatchObject({ msg_id: id, count: 0 });
   });
 });

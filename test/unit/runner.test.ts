@@ -1,12 +1,14 @@
 // The worker runner (spec/rq.md §3.1, §1.9): the argv that Ruby's exec(string) would use
-// for "<exec_prefix> <real script>", the start-marker time, and the end of a run when the
-// queue process's loop was busy.
+// for "<exec_prefix> <real script>", the start-marker time, the end of a run when the
+// queue process's loop was busy, and a start refused on a full disk (a small tmpfs, /dev/full).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { localTimestamp } from '../../src/lib/local-time.js';
 import { commandArgv, spawnWorker, type SpawnedWorker } from '../../src/worker/runner.js';
+import { smallDisk } from '../helpers/full-disk.js';
+import { childrenOf, waitFor } from '../helpers/install.js';
 
 const SCRIPT = '/srv/rq/test/test_script.sh';
 
@@ -135,5 +137,27 @@ describe('spawnWorker', () => {
     worker.holdLines(false);
     await ended;
     expect(lines).toEqual(['run 1', 'done']);
+  });
+
+  /** A spec for a worker that would run for 5 s, its log at `logFile`. */
+  const sleeper = (logFile: string): Parameters<typeof spawnWorker>[0] => {
+    const script = path.join(dir, 'worker.sh');
+    fs.writeFileSync(script, '#!/bin/sh\nsleep 5\n', { mode: 0o755 });
+    return { argv: [script], cwd: dir, env: {}, logFile, realScript: script, onLine: () => {}, onExit: () => {} };
+  };
+
+  it('starts nothing on a full disk: ENOSPC, before any fork', () => {
+    const jobDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rq-test-runner-disk-'));
+    onTestFinished(() => fs.rmSync(jobDir, { recursive: true, force: true }));
+    smallDisk(jobDir, 64 * 1024).fill();
+    const before = childrenOf(process.pid);
+    expect(() => spawnWorker(sleeper(path.join(jobDir, 'stdio.log')))).toThrow(expect.objectContaining({ code: 'ENOSPC' }));
+    expect(childrenOf(process.pid)).toEqual(before);
+  });
+
+  it('kills the worker at once when its start marker cannot be written: ENOSPC, and nothing runs on', async () => {
+    const before = childrenOf(process.pid);
+    expect(() => spawnWorker(sleeper('/dev/full'))).toThrow(expect.objectContaining({ code: 'ENOSPC' }));
+    await waitFor(() => JSON.stringify(childrenOf(process.pid)) === JSON.stringify(before), 2_000, 'the worker to be gone');
   });
 });

@@ -14,8 +14,9 @@
  * MAX_JSON_DEPTH are a clear 400 (RQ: 500), a refused clone or run now is a 404 (no such
  * message) or 409 (not in a state for it) with RQ's text (RQ: 500), RQ's failure texts
  * for uploads and attachment deletion go out as text/plain (they echo the client's file
- * name), and a string `post_run_webhook` is split on whitespace, as RQ meant to (its
- * precedence bug kept the string).
+ * name), a string `post_run_webhook` is split on whitespace, as RQ meant to (its
+ * precedence bug kept the string), and a queue's refusal for a full disk is a 507 with its
+ * text (`no space left on device: queues/<q>`; RQ: `["fail","internal error"]`).
  *
  * Pages show what they show through `<%= %>` only; the view models built here carry
  * text and, for links, only `http(s)` URLs or URLs of this server.
@@ -37,7 +38,7 @@ import { checkMsgId, locateMessage, messageView } from '../lookups.js';
 import { param, params, removeUploads, uploads } from '../params.js';
 import { probeQueue, type QueueProbe } from '../queue-info.js';
 import { sendPage, urlFor } from '../render.js';
-import { dump, refused, webError } from '../web-errors.js';
+import { dump, noSpace, refused, webError } from '../web-errors.js';
 
 /** `_method` of a new message → the queue command that creates it (§7.5 step 4). */
 const CREATE_COMMANDS = new Map([
@@ -271,6 +272,8 @@ export function messageRoutes(ctx: WebContext): Router {
     if (Array.isArray(reply) && reply[0] === 'fail' && reply[1] === 'status: DOWN') {
       throw webError('RQ_QUEUE_DOWN', 'Service Unavailable - Operationally Down');
     }
+    const full = noSpace(reply);
+    if (full) throw full;
     if (!html) {
       res.json(reply);
       return;
@@ -338,6 +341,8 @@ export function messageRoutes(ctx: WebContext): Router {
   r.post('/q/:name/:msg_id/attach/new', async (req: Request, res: Response) => {
     // The temp file is gone before any reply, as in RQ (its tests list $TMPDIR right after it); the queue linked what it keeps.
     const { t, reply } = await attachUpload(req, res).finally(() => removeUploads(res));
+    const full = noSpace(reply);
+    if (full) throw full;
     if (wantsJson(req)) res.json(reply);
     else if (isOk(reply)) respond.redirect(req, res, messageUrl(t), { notice: 'Attached message successfully' });
     else res.type('text/plain; charset=utf-8').send(`Commit ${t.q}/${t.id} got ${dump(reply)}`);
@@ -363,6 +368,8 @@ export function messageRoutes(ctx: WebContext): Router {
     const action = method === undefined ? undefined : MESSAGE_METHODS.get(method);
     if (action === undefined) throw webError('RQ_BAD_REQUEST', 'Invalid method param');
     const reply = await gw.send(t.queue, action.command, { msg_id: t.id });
+    const full = noSpace(reply);
+    if (full) throw full;
     if (wantsJson(req)) res.json(reply);
     else if (!isOk(reply)) respond.redirect(req, res, messageUrl(t), { error: `${action.error} ${dump(reply)}` });
     else respond.redirect(req, res, action.okToQueue ? urlFor(root, 'q', t.q) : messageUrl(t), { notice: action.notice });
