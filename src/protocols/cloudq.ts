@@ -61,7 +61,7 @@ import type { Logger } from '../lib/logger.js';
 import { doorAccess, parseQueuePatterns, type QueueAccess } from './door-access.js';
 import { readBody, type BodyLimit } from './http-body.js';
 import type { PullClient, PulledJob } from './pull-client.js';
-import type { ProtocolContext } from './servers.js';
+import type { ProtocolContext } from './context.js';
 
 /** The `protocols.cloudq` section, checked (its `port` and `addr` are main-config.ts's). */
 export interface CloudqConfig {

@@ -65,7 +65,7 @@ import {
 import { DEFAULT_POOL, splitPool, type TokenTable } from './lmstfy-tokens.js';
 import { readBody } from './http-body.js';
 import type { PullClient, PulledJob } from './pull-client.js';
-import type { ProtocolContext } from './servers.js';
+import type { ProtocolContext } from './context.js';
 
 /** The section's keys, checked once at start. */
 export interface LmstfyConfig {

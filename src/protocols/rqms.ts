@@ -43,7 +43,7 @@ import { browserRefusal, createHttpServer } from '../lib/http-listener.js';
 import { doorAccess, parseQueuePatterns, type QueueAccess } from './door-access.js';
 import { readBody } from './http-body.js';
 import type { PublishInput, PulledJob } from './pull-client.js';
-import type { ProtocolContext } from './servers.js';
+import type { ProtocolContext } from './context.js';
 
 /** The largest request body: 10 MiB (the reference had no limit; CouchDB's default document limit is 8 MB). */
 export const MAX_BODY_BYTES = 10 * 1024 * 1024;

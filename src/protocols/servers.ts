@@ -11,28 +11,13 @@ import type net from 'node:net';
 import type { MainConfig, ProtocolName, ProtocolSection } from '../domain/main-config.js';
 import type { Logger } from '../lib/logger.js';
 import type { RootLayout } from '../store/layout.js';
+import type { ProtocolFactory } from './context.js';
 import { cloudqServer } from './cloudq.js';
 import { Namespaces } from './door-access.js';
 import { lmstfyServer } from './lmstfy.js';
 import { PullClient } from './pull-client.js';
 import { rqmsServer } from './rqms.js';
 import { workqServer } from './workq.js';
-
-/** What a protocol module gets to build its server. */
-export interface ProtocolContext {
-  root: RootLayout;
-  client: PullClient;
-  log: Logger;
-  /** The install's whole config.json (allowed hosts, and the other doors' sections). */
-  main: MainConfig;
-  /** The protocol's `protocols.<name>` section (its own keys in `raw`). */
-  section: ProtocolSection;
-  /** lmstfy's namespaces and tokens, the same object for every door. */
-  namespaces: Namespaces;
-}
-
-/** Builds a protocol's server (not yet listening); throws RqError RQ_CONFIG for a bad key of its section. */
-export type ProtocolFactory = (ctx: ProtocolContext) => net.Server;
 
 const FACTORIES: Partial<Record<ProtocolName, ProtocolFactory>> = {
   lmstfy: lmstfyServer,

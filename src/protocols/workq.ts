@@ -44,7 +44,7 @@ import { abortableSleep } from '../lib/abortable-sleep.js';
 import { queueDirNames } from '../store/layout.js';
 import { doorAccess, parseQueuePatterns } from './door-access.js';
 import type { PublishInput, PulledJob, PullStats } from './pull-client.js';
-import type { ProtocolContext } from './servers.js';
+import type { ProtocolContext } from './context.js';
 import {
   NOT_FOUND,
   OK,

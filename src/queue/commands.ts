@@ -25,7 +25,7 @@
  * inotify queues the event as the file is made, and the queue's event loop handles it
  * no later than the accept of a connection made afterwards, before reading its request.
  */
-import type { RpcConnection } from '../client/rpc.js';
+import type { RpcConnection } from '../rpc/server.js';
 import { RqError, coerceError, isNoSpace, type ErrorCode } from '../domain/errors.js';
 import { parseFullId } from '../domain/ids.js';
 import { MAX_JSON_DEPTH, isTooDeep } from '../domain/json-depth.js';

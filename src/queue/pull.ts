@@ -35,7 +35,7 @@ import { idTimeMs, isSafeId } from '../domain/ids.js';
 import { PARAM_KEYS, dueMs, isPlainObject, type Lease, type Message, type MessageInput } from '../domain/message.js';
 import type { State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
-import type { RpcConnection } from '../client/rpc.js';
+import type { RpcConnection } from '../rpc/server.js';
 import { emptyTrash } from '../store/disk-usage.js';
 import { isValidQueueName } from '../domain/names.js';
 import { EXT_ID_FILE, extIdIndex, markerContent, type ExtIdIndex, type ExtIdTarget } from '../store/ext-ids.js';

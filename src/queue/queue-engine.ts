@@ -41,8 +41,8 @@ import type { GroupCommitter } from '../store/group-commit.js';
 import type { QueueLayout, RootLayout } from '../store/layout.js';
 import type { Allocated, MessageStore, JobStatus } from '../store/message-store.js';
 import { BigParam, entryFromMessage, journalLine, readIndex, writeIndex, type QueEntry } from '../store/que-index.js';
-import { decideOutcome, type RunOutcome } from '../worker/outcome.js';
-import { isCompletion, parseLine, type Completion, type WorkerReport } from '../worker/pipe-protocol.js';
+import { decideOutcome, type RunOutcome } from '../spawn/outcome.js';
+import { isCompletion, parseLine, type Completion, type WorkerReport } from '../spawn/pipe-protocol.js';
 import {
   commandArgv,
   isRunnable,
@@ -50,8 +50,8 @@ import {
   killGroup,
   resolveScript,
   type RunningWorker,
-} from '../worker/runner.js';
-import type { Spawner } from '../worker/spawner.js';
+} from '../spawn/runner.js';
+import type { Spawner } from '../spawn/spawner.js';
 import { CronSchedule } from './cron.js';
 import { Housekeeping } from './housekeeping.js';
 import { MessageLocks } from './message-locks.js';
@@ -59,8 +59,8 @@ import { PullDesk } from './pull.js';
 import { QueList, paramKey } from './que-list.js';
 import { QueueStats } from './queue-stats.js';
 import { SortedIds } from './sorted-ids.js';
+import { RQ_VERSION } from '../domain/version.js';
 
-export const RQ_VERSION = '1.18.3';
 
 export type AdminStatus = 'UP' | 'PAUSE' | 'DOWN';
 export type OperStatus = 'UP' | 'SCRIPTERROR';

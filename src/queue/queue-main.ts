@@ -28,7 +28,7 @@ import { createLogger } from '../lib/logger.js';
 import { RESTART_WAIT_MS, callRpc } from '../client/call.js';
 import { followParent } from '../lib/parent-link.js';
 import { holderName, takeLock, type ProcessLock } from '../lib/process-lock.js';
-import { createRpcServer, listenOwnerOnly } from '../client/rpc.js';
+import { createRpcServer, listenOwnerOnly } from '../rpc/server.js';
 import { readMainConfig } from '../store/config-files.js';
 import { createGroupCommitter } from '../store/group-commit.js';
 import { ensureQueueDirs, queueLayout, rootLayout } from '../store/layout.js';
@@ -36,7 +36,7 @@ import { createMessageStore } from '../store/message-store.js';
 import { runCommand } from './commands.js';
 import { watchHints } from './hints.js';
 import { QueueEngine } from './queue-engine.js';
-import { Spawner } from '../worker/spawner.js';
+import { Spawner } from '../spawn/spawner.js';
 
 const root = rootLayout(installRoot());
 process.chdir(root.root);

@@ -26,15 +26,16 @@ import { isPlainObject } from '../domain/message.js';
 import { isNewRqQueueName, isProtocolQueueName, isValidQueueName } from '../domain/names.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../domain/queue-config.js';
 import { rubyToI } from '../domain/ruby.js';
-import { createRpcServer, listenOwnerOnly, rpcCall } from '../client/rpc.js';
+import { rpcCall } from '../client/rpc.js';
+import { createRpcServer, listenOwnerOnly } from '../rpc/server.js';
 import type { Logger } from '../lib/logger.js';
 import { QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../lib/install-root.js';
 import { PARENT_PID_VAR } from '../lib/parent-link.js';
 import { writeFileDurably } from '../store/atomic.js';
 import { ensureQueueDirs, fittedFileName, queueLayout, type QueueLayout, type RootLayout } from '../store/layout.js';
-import { RQ_VERSION } from '../queue/queue-engine.js';
+import { RQ_VERSION } from '../domain/version.js';
 import { readLinkedConfig } from '../store/config-files.js';
-import { isRunnable, resolveScript } from '../worker/runner.js';
+import { isRunnable, resolveScript } from '../spawn/runner.js';
 
 /**
  * RQ restarts a queue after up to this many unexpected deaths and gives up at the next one

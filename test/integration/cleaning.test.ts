@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { decodePacket, encodePacket } from '../../src/client/rpc.js';
+import { decodePacket, encodePacket } from '../../src/rpc/wire.js';
 import { idTimestamp } from '../../src/domain/ids.js';
 import { normaliseCleaner } from '../../src/domain/retention.js';
 import { finishedLongAgo, hashedDir as hashedPath } from '../helpers/finished-messages.js';

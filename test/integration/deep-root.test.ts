@@ -2,7 +2,7 @@
  * An install root deep in the filesystem, where the Unix socket paths (rq-mgr's
  * `config/queuemgr.sock`, each queue's `queue.sock`) are longer than a socket address
  * holds (107 bytes): rq-mgr, the queue processes, the web process, bin/rq from another
- * directory, and the tests' own RPC all reach the sockets (src/client/rpc.ts).
+ * directory, and the tests' own RPC all reach the sockets (src/rpc/wire.ts).
  */
 import fs from 'node:fs';
 import os from 'node:os';

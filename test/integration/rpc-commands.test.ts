@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { encodePacket } from '../../src/client/rpc.js';
+import { encodePacket } from '../../src/rpc/wire.js';
 import { SHORT_ID_RE } from '../../src/domain/ids.js';
 import { HOLD_DIR_FSYNC_ENV, TestRoot, shortId, waitFor, useTestRoot } from '../helpers/install.js';
 

@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
 import { parseMainConfig } from '../../src/domain/main-config.js';
 import { parseRqmsSection, rqmsServer } from '../../src/protocols/rqms.js';
-import type { ProtocolContext } from '../../src/protocols/servers.js';
+import type { ProtocolContext } from '../../src/protocols/context.js';
 import { waitFor, type TestRoot } from '../helpers/install.js';
 import { sharedProtocols } from '../helpers/protocols.js';
 

@@ -1,8 +1,8 @@
 // How a run ends (spec/rq.md §2.6, §2.7, §3.5): the worker's exit plus its first
 // completion report give the next state and, in the hard cases, RQ's exact status text.
 import { describe, expect, it } from 'vitest';
-import { MAX_RESEND_STATUS, decideOutcome, describeExit, type RunExit } from '../../src/worker/outcome.js';
-import { parseLine, type Completion } from '../../src/worker/pipe-protocol.js';
+import { MAX_RESEND_STATUS, decideOutcome, describeExit, type RunExit } from '../../src/spawn/outcome.js';
+import { parseLine, type Completion } from '../../src/spawn/pipe-protocol.js';
 
 const OK: RunExit = { pid: 12, code: 0, signal: null };
 const EXIT1: RunExit = { pid: 12, code: 1, signal: null };

@@ -9,7 +9,7 @@ import {
   parseLine,
   splitLine,
   type WorkerReport,
-} from '../../src/worker/pipe-protocol.js';
+} from '../../src/spawn/pipe-protocol.js';
 
 describe('splitLine (Ruby awk split into two fields)', () => {
   it.each<[string, string, string | null]>([

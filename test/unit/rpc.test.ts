@@ -3,7 +3,9 @@
 import net from 'node:net';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MAX_PAYLOAD, createRpcServer, decodePacket, encodePacket, rpcCall, rpcRequest, splitRequest } from '../../src/client/rpc.js';
+import { rpcCall, rpcRequest } from '../../src/client/rpc.js';
+import { createRpcServer } from '../../src/rpc/server.js';
+import { MAX_PAYLOAD, decodePacket, encodePacket, splitRequest } from '../../src/rpc/wire.js';
 import { useScratchDir } from '../helpers/ops-tools.js';
 
 describe('encodePacket', () => {

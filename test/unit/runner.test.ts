@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { localTimestamp } from '../../src/lib/local-time.js';
-import { commandArgv, spawnWorker, type SpawnedWorker } from '../../src/worker/runner.js';
+import { commandArgv, spawnWorker, type SpawnedWorker } from '../../src/spawn/runner.js';
 import { smallDisk } from '../helpers/full-disk.js';
 import { childrenOf, waitFor } from '../helpers/install.js';
 

@@ -1,5 +1,5 @@
 /**
- * Entry point of a queue's spawner: `node dist/src/worker/spawner-main.js <queue>`, forked
+ * Entry point of a queue's spawner: `node dist/src/spawn/spawner-main.js <queue>`, forked
  * by its queue process (spawner.ts) with an IPC channel and nothing else to do. It starts
  * each worker with runner.ts, writes the worker's pid file, and relays the worker's start,
  * status-pipe lines (batched) and exit to the queue process; the queue's answers to `dup` come back
