@@ -4,9 +4,11 @@
  * once rq-mgr answers on its socket; `run` becomes rq-mgr in this process, in the
  * foreground with the log on stdout (what `npm start` and the systemd unit use).
  * Whether rq-mgr runs, and its pid, is asked of the root's rq-mgr lock (process-lock.ts),
- * which the running rq-mgr holds; the pid file is for RQ's tools and the web. A pid file
- * left by an rq-mgr that died is stale: rq-mgr overwrites it when it starts, and `stop`
- * and `zap` remove it.
+ * which the running rq-mgr holds. When no process holds the lock, or this user cannot
+ * read the lock's key, the pid file answers (checked against the process's command
+ * line): an rq-mgr of an older rq, which takes no lock, is still seen, stopped, and not
+ * started twice. A pid file left by an rq-mgr that died is stale: rq-mgr overwrites it
+ * when it starts, and `stop` and `zap` remove it.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -30,9 +32,12 @@ function removeStale(root: RootLayout): void {
   fs.rmSync(root.mgrPidFile, { force: true });
 }
 
-/** The rq-mgr that holds the root's lock, or undefined when none runs. */
-function running(root: RootLayout): Promise<LockHolder | undefined> {
-  return lockHolder(root, 'rq-mgr');
+/** The running rq-mgr: the holder of the root's lock, else the one its pid file names; undefined when none runs. */
+async function running(root: RootLayout): Promise<LockHolder | undefined> {
+  const holder = await lockHolder(root, 'rq-mgr').catch(() => undefined);
+  if (holder) return holder;
+  const pid = runningPid(root);
+  return pid === undefined ? undefined : { pid, exiting: false };
 }
 
 /**

@@ -206,6 +206,9 @@ const CODED_COMMANDS = new Set([
   ...['run_message', 'clone_message'],
 ]);
 
+/** Commands whose success proves a write worked (after a full disk, the log says the disk has room again). */
+const WRITES = new Set(['create_message', 'prep_message', 'single_que', 'commit_message', 'clone_message', 'attach_message', 'publish', 'set']);
+
 /** A refusal of `command`: `["fail", text]`, or `["fail", text, code]` for the coded commands and a full disk. */
 function refusal(command: string, text: string, code: ErrorCode): unknown[] {
   return CODED_COMMANDS.has(command) || code === 'RQ_NO_SPACE' ? ['fail', text, code] : ['fail', text];
@@ -234,7 +237,9 @@ export async function runCommand(engine: QueueEngine, log: Logger, command: stri
     return refusal(command, 'argument must be a JSON object, got nothing', 'RQ_BAD_REQUEST');
   }
   try {
-    return await handler(engine, arg, conn);
+    const reply = await handler(engine, arg, conn);
+    if (WRITES.has(command)) engine.spaceAgain();
+    return reply;
   } catch (e) {
     if (isNoSpace(e)) engine.noteNoSpace(e);
     if (e instanceof RqError) return refusal(command, e.message, e.code);

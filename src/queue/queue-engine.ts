@@ -1136,7 +1136,8 @@ export class QueueEngine {
   noteNoSpace(e: unknown): void {
     if (this.noSpaceSince === undefined) {
       this.noSpaceSince = Date.now();
-      this.d.log.error({ err: coerceError(e).message }, 'the disk is full: runs wait in que until a write works again, tried every second');
+      const runs = this.isPull() ? '' : ', and runs wait in que';
+      this.d.log.error({ err: coerceError(e).message }, `the disk is full: writes are refused${runs} until one works again, tried every second`);
     }
     this.spaceTimer ??= setTimeout(() => {
       this.spaceTimer = undefined;
@@ -1148,10 +1149,10 @@ export class QueueEngine {
     }, NO_SPACE_RETRY_MS);
   }
 
-  /** A run's start or finish was written: the disk has room again. */
-  private spaceAgain(): void {
+  /** A write worked (a run's start or finish, a command that writes): the disk has room again. */
+  spaceAgain(): void {
     if (this.noSpaceSince === undefined) return;
-    this.d.log.info({ full_ms: Date.now() - this.noSpaceSince }, 'the disk has room again: runs start');
+    this.d.log.info({ full_ms: Date.now() - this.noSpaceSince }, `the disk has room again${this.isPull() ? '' : ': runs start'}`);
     this.noSpaceSince = undefined;
   }
 

@@ -60,8 +60,13 @@ function fatal(message: string): never {
   lock?.markExiting();
   log.fatal(message);
   log.flush();
-  // RQ sleeps 5 s first, so a supervisor restarting it does not spin.
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Number(process.env['RQ_FATAL_DELAY_MS'] ?? 5000));
+  // RQ sleeps 5 s first, so a supervisor restarting it does not spin; a parent that goes
+  // meanwhile (no event loop runs here to hear it) is seen within 100 ms, and this exits.
+  const until = Date.now() + Number(process.env['RQ_FATAL_DELAY_MS'] ?? 5000);
+  const ppid = process.ppid;
+  for (let left = until - Date.now(); left > 0 && process.ppid === ppid; left = until - Date.now()) {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.min(left, 100));
+  }
   process.exit(1);
 }
 

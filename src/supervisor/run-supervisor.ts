@@ -15,6 +15,7 @@ import { holderName, takeLock } from '../lib/process-lock.js';
 import { TOKENS_FILE } from '../protocols/lmstfy-tokens.js';
 import type { RootLayout } from '../store/layout.js';
 import { tightenSecretFiles } from '../store/secret-files.js';
+import { runningPid } from './pid-file.js';
 import { loadSupervisorSettings, type SupervisorSettings } from './settings.js';
 import { Supervisor } from './supervisor.js';
 
@@ -53,6 +54,12 @@ export async function runSupervisor(root: RootLayout, o: { foreground: boolean }
   }
   if ('holder' in taken) {
     log.fatal({ holder: taken.holder.pid }, `rq-mgr already runs for this install root (${holderName(taken.holder)}). Exiting`);
+    exit(1);
+  }
+  // An rq-mgr of an older rq holds no lock: its pid file still names it.
+  const older = runningPid(root);
+  if (older !== undefined && older !== process.pid) {
+    log.fatal({ holder: older }, `rq-mgr already runs for this install root (pid ${older}, without a lock: an older rq). Exiting`);
     exit(1);
   }
   // An install made by an older version left its secrets readable by every local user.

@@ -51,6 +51,9 @@ await takeLock(root, 'web', {
     waitedFor = holderName(holder);
     log.warn({ holder: holder.pid }, `waiting for the previous web process (${waitedFor}) to exit before opening its ports`);
   },
+}).catch((e: unknown) => {
+  log.fatal({ err: explain(e) }, 'cannot take the lock of the web ports. Exiting');
+  exit(1);
 });
 if (waitedFor) log.info(`the previous web process (${waitedFor}) has exited; opening its ports`);
 const protocols = startProtocolServers(root, config, log).catch((e: unknown) => {

@@ -230,6 +230,12 @@ describe('queues/ on a full filesystem', () => {
         expect([...onDisk(queue).values()].flat()).toHaveLength(2);
         wholeIndex(queue);
       }
+      // A queue without a script starts no runs: it says the disk is full, then, at the first write that works, that it has room.
+      const said = (queue: string): unknown[] => logLines().filter((l) => l['queue'] === queue).map((l) => l['msg']);
+      for (const queue of ['test.lq', 'wq', 'cq', 'rq']) {
+        await waitFor(() => said(queue).includes('the disk has room again'), 10_000, `queue ${queue} to say the disk has room`);
+        expect(said(queue)).toContain('the disk is full: writes are refused until one works again, tried every second');
+      }
     } finally {
       workq.destroy();
     }

@@ -4,11 +4,12 @@
  * start and names the holder, or, when the holder is on its way out, waits for it and
  * says so. Real processes on a temp install root.
  */
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SLOW_SPAWNER_ENV, TestRoot, childrenOf, pidAlive, useTestRoot, waitFor } from '../helpers/install.js';
+import { REPO } from '../helpers/run-bin.js';
 import { startLoneWeb } from '../helpers/web.js';
 
 const root = useTestRoot();
@@ -101,6 +102,95 @@ describe('one rq-mgr per install root', () => {
       stdout: 'ERROR: there is already one or more instance(s) of the program running\n',
       stderr: `queuemgr: running [pid ${mgr}]\n`,
     });
+  });
+});
+
+describe('an rq-mgr of an older rq, which takes no lock', () => {
+  /** A stand-in for an older rq's rq-mgr: a live process whose command line says rq-mgr, named by the pid file, holding no lock. */
+  function olderMgr(t: TestRoot): ChildProcess {
+    const older = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)', 'rq-mgr'], { stdio: 'ignore' });
+    fs.writeFileSync(path.join(t.root, 'config/queuemgr.pid'), `${older.pid}\n`);
+    return older;
+  }
+
+  it('is seen by its pid file: status names it, start and a second rq-mgr refuse, stop stops it', async () => {
+    const t = root();
+    t.addQueue({ name: 'q1', script: 'done.sh' });
+    await t.usePort();
+    const older = olderMgr(t);
+    const gone = new Promise((r) => older.once('exit', r));
+    try {
+      expect(await t.bin('rq-mgr', ['status'])).toMatchObject({ code: 0, stdout: `queuemgr: running [pid ${older.pid}]\n` });
+      expect(await t.bin('rq-mgr', ['start'])).toMatchObject({
+        code: 0,
+        stdout: 'ERROR: there is already one or more instance(s) of the program running\n',
+        stderr: `queuemgr: running [pid ${older.pid}]\n`,
+      });
+      // As a second rq-mgr that got past bin/rq-mgr's check would: it refuses, and starts no queue.
+      const second = run(t, 'dist/src/supervisor/rq-mgr-main.js', []);
+      expect(await exitWithin(second, 10_000)).toBe(1);
+      expect(rqLog(t)).toContain(`"msg":"rq-mgr already runs for this install root (pid ${older.pid}, without a lock: an older rq). Exiting"`);
+      expect(fs.existsSync(path.join(t.root, 'queues/q1/queue.pid'))).toBe(false);
+      expect(await t.bin('rq-mgr', ['stop'])).toMatchObject({ code: 0, stdout: expect.stringContaining(`process with pid ${older.pid} successfully stopped`) });
+      await gone;
+    } finally {
+      older.kill('SIGKILL');
+    }
+  });
+
+  it('is still seen by a user who cannot read the lock key', async () => {
+    const t = root();
+    const older = olderMgr(t);
+    try {
+      // A key that cannot be read at all (as root, a mode would not stop this test).
+      fs.rmSync(path.join(t.root, 'config/lock.key'), { force: true });
+      fs.mkdirSync(path.join(t.root, 'config/lock.key'));
+      expect(await t.bin('rq-mgr', ['status'])).toMatchObject({ code: 0, stdout: `queuemgr: running [pid ${older.pid}]\n`, stderr: '' });
+    } finally {
+      older.kill('SIGKILL');
+    }
+  });
+});
+
+describe('a process that cannot start', () => {
+  it('a queue process refused by the lock exits when its parent dies during its wait before exiting', async () => {
+    const t = root();
+    t.addQueue({ name: 'q', script: 'done.sh' });
+    await t.start('q');
+    // A parent that starts a second queue process for q as rq-mgr does (an IPC channel, its pid in RQ_PARENT_PID), prints its pid, and lives on.
+    const parentCode = `
+      const { fork } = require('node:child_process');
+      const child = fork(process.argv[1], ['q'], { env: { ...process.env, RQ_PARENT_PID: String(process.pid) }, stdio: 'ignore' });
+      console.log(child.pid);
+      setInterval(() => {}, 1 << 30);`;
+    const parent = spawn(process.execPath, ['-e', parentCode, path.join(REPO, 'dist/src/queue/queue-main.js')], {
+      cwd: t.root,
+      env: { ...process.env, RQ_ROOT: t.root, RQ_FATAL_DELAY_MS: '60000' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const refused = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (c: Buffer) => resolve(c.toString()))));
+    try {
+      // It has been refused, and sleeps before exiting.
+      await waitFor(() => t.pidIn('queues/q/queue.pid') !== refused && pidAlive(refused), 10_000, 'the second process to start');
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(pidAlive(refused)).toBe(true);
+      parent.kill('SIGKILL');
+      await waitFor(() => !pidAlive(refused), 2_000, 'the refused queue process to exit after its parent');
+    } finally {
+      parent.kill('SIGKILL');
+      if (pidAlive(refused)) process.kill(refused, 'SIGKILL');
+    }
+  });
+
+  it('a web process that cannot take its lock says why in one line and exits 1', async () => {
+    const t = root();
+    fs.rmSync(path.join(t.root, 'config/lock.key'), { force: true });
+    fs.mkdirSync(path.join(t.root, 'config/lock.key'));
+    const web = run(t, 'dist/src/web/web-main.js', []);
+    expect(await exitWithin(web, 10_000)).toBe(1);
+    expect(web.output()).toContain('"msg":"cannot take the lock of the web ports. Exiting"');
+    expect(web.output()).toContain('EISDIR');
+    expect(web.output()).not.toMatch(/^\s+at /m);
   });
 });
 
