@@ -19,14 +19,14 @@
  * processes log with pino to the install's log), so there is nothing to rotate.
  */
 import fs from 'node:fs';
-import { isOk, rpcCall } from '../client/rpc.js';
-import type { CleanReport } from '../queue/housekeeping.js';
-import { isPlainObject } from '../domain/message.js';
+import { QueueClient } from '../client/queue-client.js';
+import { asRq, isRefusal, refusalCode } from '../client/refusal.js';
 import { isValidQueueName } from '../domain/names.js';
-import { CLEANED_STATES } from '../domain/retention.js';
+import { CLEANED_STATES, type CleanOverride } from '../domain/retention.js';
+import type { CleanReport } from '../rpc/queue-api.js';
 import { formatBytes } from '../lib/bytes.js';
 import { installRoot } from '../lib/install-root.js';
-import { queueDirNames, queueLayout, rootLayout, type RootLayout } from '../store/layout.js';
+import { queueDirNames, queueLayout, rootLayout } from '../store/layout.js';
 import { log, report, rqEnv, say } from './worker-io.js';
 
 /** How long one `clean` call may take; the queue replies within 20 s, finished or not. */
@@ -37,13 +37,13 @@ const ALL_QUEUES = 'ALLQUEUES';
 type Outcome = { type: 'cleaned'; report: CleanReport } | { type: 'skipped'; reason: string } | { type: 'failed'; reason: string };
 
 /** Ask a queue to clean, and again while its clean runs. */
-async function cleanQueue(root: RootLayout, name: string, argument: string): Promise<Outcome> {
+async function cleanQueue(queues: QueueClient, name: string, arg: CleanOverride): Promise<Outcome> {
   for (;;) {
-    const reply = await rpcCall(queueLayout(root, name).socket, 'clean', argument, CALL_TIMEOUT_MS);
-    if (reply === null) return { type: 'failed', reason: 'not answering' };
-    if (Array.isArray(reply) && reply[0] === 'fail' && reply[1] === 'status: DOWN') return { type: 'skipped', reason: 'status: DOWN' };
-    if (!isOk(reply) || !isPlainObject(reply[1])) return { type: 'failed', reason: JSON.stringify(reply) };
-    const cleaned = reply[1] as unknown as CleanReport;
+    const reply = await queues.probe(name, 'clean', arg, CALL_TIMEOUT_MS);
+    if (reply === undefined) return { type: 'failed', reason: 'not answering' };
+    if (isRefusal(reply) && refusalCode(reply) === 'RQ_QUEUE_DOWN') return { type: 'skipped', reason: 'status: DOWN' };
+    if (isRefusal(reply)) return { type: 'failed', reason: JSON.stringify(asRq(reply)) };
+    const cleaned = reply[1];
     if (cleaned.error !== undefined) return { type: 'failed', reason: cleaned.error };
     if (cleaned.stopped !== undefined) return { type: 'skipped', reason: `${cleaned.stopped} after it removed ${summary(cleaned)}` };
     if (cleaned.finished) return { type: 'cleaned', report: cleaned };
@@ -70,12 +70,13 @@ export async function main(): Promise<number> {
     say(`fail the specified queue [${target}] does not exist`);
     return 1;
   }
-  const argument = JSON.stringify(days === undefined ? {} : { max_age_days: Number(days) });
+  const arg = days === undefined ? {} : { max_age_days: Number(days) };
+  const queues = new QueueClient(root);
   if (days !== undefined) log(`done and relayed kept ${days} days this time (RQ_PARAM2)`);
   const failed: string[] = [];
   for (const name of names) {
     report(`run cleaning ${name}`);
-    const outcome = await cleanQueue(root, name, argument);
+    const outcome = await cleanQueue(queues, name, arg);
     if (outcome.type === 'cleaned') log(`${name}: removed ${summary(outcome.report)}`);
     else if (outcome.type === 'skipped') log(`${name}: skipped, ${outcome.reason}`);
     else {

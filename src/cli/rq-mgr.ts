@@ -13,7 +13,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { rpcCall } from '../client/rpc.js';
+import { MgrClient } from '../client/mgr-client.js';
 import { explain } from '../domain/errors.js';
 import { MGR_MAIN, installRoot } from '../lib/install-root.js';
 import { holderName, lockHolder, type LockHolder } from '../lib/process-lock.js';
@@ -86,7 +86,7 @@ async function start(root: RootLayout): Promise<number> {
   const until = Date.now() + START_WAIT_MS;
   while (Date.now() < until) {
     if (child.exitCode !== null) break;
-    if ((await rpcCall(root.mgrSocket, 'ping', '', 1000)) !== null && (await mgrPid(root)) === child.pid) {
+    if ((await new MgrClient(root).probe('ping', '', 1000)) !== undefined && (await mgrPid(root)) === child.pid) {
       process.stdout.write(`queuemgr: process with pid ${child.pid} started.\n`);
       return 0;
     }

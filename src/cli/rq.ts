@@ -14,20 +14,22 @@
  *
  * Every CLI call pays Node's start-up, so this module stays tiny on purpose: node
  * built-ins and a few dependency-free modules (the RPC framing and its restart-aware
- * call, ids, names, messages' isPlainObject, the path layout, the install root, the pid
+ * call and the typed queue client, ids, names, the path layout, the install root, the pid
  * file check, the router rules), all subcommands
  * in the one table below instead of one file each, and no logger. Importing it has no
  * side effects; `bin/rq` calls `main`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { RESTART_WAIT_MS, callRpc } from '../client/call.js';
+import { RESTART_WAIT_MS } from '../client/call.js';
+import { QueueClient } from '../client/queue-client.js';
+import { isRefusal } from '../client/refusal.js';
 import { isOk } from '../client/rpc.js';
 import { RqError, coerceError, type ErrorCode } from '../domain/errors.js';
 import { parseFullId } from '../domain/ids.js';
-import { isPlainObject } from '../domain/message.js';
 import { isValidQueueName } from '../domain/names.js';
 import { installRoot } from '../lib/install-root.js';
+import type { ArgOf, AttachArg, QueueCommand, ReplyOf } from '../rpc/queue-api.js';
 import { describeRule, loadRules, type Rule } from '../router/rules.js';
 import { checkAttachmentSource } from '../store/attachment-source.js';
 import { queueLayout, rootLayout } from '../store/layout.js';
@@ -132,25 +134,16 @@ function queueSocket(ctx: CliContext, queue: string): string {
   throw new RqError('RQ_QUEUE_NOT_FOUND', `Queue not found: ${queue}`);
 }
 
-/** The commands that only read: asked again when a reply is lost. */
-const READS: ReadonlySet<string> = new Set(['get_message', 'get_message_state', 'get_message_status']);
-
-/** One RPC to a queue; a silent queue process (see the file comment) or a reply that is not an array is an error. */
-async function call(ctx: CliContext, queue: string, command: string, arg: Record<string, unknown>): Promise<unknown[]> {
+/** One RPC to a queue; a silent queue process (see the file comment) or a reply of the wrong shape is an error. */
+async function call<K extends QueueCommand>(ctx: CliContext, queue: string, command: K, arg: ArgOf<K>): Promise<ReplyOf<K>> {
   const socket = queueSocket(ctx, queue);
-  const reply = await callRpc(socket, command, arg, {
-    peer: `Queue ${queue} on ${socket}`,
-    waitMs: runningPid(rootLayout(ctx.root)) === undefined ? 0 : RESTART_WAIT_MS,
-    repeatable: READS.has(command),
-  });
-  if (!Array.isArray(reply)) {
-    throw new RqError('RQ_PROTOCOL', `Queue ${queue} answered ${JSON.stringify(reply)} to ${command}, expected a JSON array`);
-  }
-  return reply as unknown[];
+  const root = rootLayout(ctx.root);
+  const client = new QueueClient(root, { peer: () => `Queue ${queue} on ${socket}`, waitMs: runningPid(root) === undefined ? 0 : RESTART_WAIT_MS });
+  return client.send(queue, command, arg);
 }
 
-/** Print `<reply[0]> <reply[1]>` (or `<reply[0]> <shown>`), and the exit status it means. */
-function finish(ctx: CliContext, reply: unknown[], shown: unknown = reply[1]): number {
+/** Print `<reply[0]> <reply[1]>` (or `<reply[0]> <shown>`; a refusal's code is not printed), and the exit status it means. */
+function finish(ctx: CliContext, reply: readonly unknown[], shown: unknown = reply[1]): number {
   ctx.out(`${show(reply[0])} ${show(shown)}\n`);
   return isOk(reply) ? 0 : 1;
 }
@@ -191,7 +184,7 @@ function target(opts: Options): { fullId: string; queue: string; shortId: string
 }
 
 /** A command that sends `{msg_id}` and prints the reply as it is. */
-function byId(command: string): Command['run'] {
+function byId(command: 'commit_message' | 'get_message_state' | 'clone_message'): Command['run'] {
   return async (opts, ctx) => {
     const { queue, shortId } = target(opts);
     return finish(ctx, await call(ctx, queue, command, { msg_id: shortId }));
@@ -236,11 +229,9 @@ const COMMANDS: Record<string, Command> = {
       const { fullId, queue, shortId } = target(opts);
       const pathname = path.resolve(ctx.cwd, required(opts, 'pathname'));
       checkAttachmentSource(pathname);
-      const arg: Record<string, unknown> = { msg_id: shortId, pathname };
-      for (const key of ['name', 'local_fs_only']) {
-        const value = opts.get(key);
-        if (value !== undefined) arg[key] = value;
-      }
+      // A bare `--name` names nothing: the queue takes the file's own name, as without it.
+      const [name, localFsOnly] = [opts.get('name'), opts.get('local_fs_only')];
+      const arg: AttachArg = { msg_id: shortId, pathname, ...(typeof name === 'string' ? { name } : {}), ...(localFsOnly !== undefined ? { local_fs_only: localFsOnly } : {}) };
       const reply = await call(ctx, queue, 'attach_message', arg);
       return finish(ctx, reply, `${show(reply[1])} for Message: ${fullId} attachment`);
     },
@@ -253,7 +244,7 @@ const COMMANDS: Record<string, Command> = {
     run: async (opts, ctx) => {
       const { queue, shortId } = target(opts);
       const reply = await call(ctx, queue, 'get_message_status', { msg_id: shortId });
-      return finish(ctx, reply, isOk(reply) && isPlainObject(reply[1]) ? reply[1]['status'] : reply[1]);
+      return finish(ctx, reply, isRefusal(reply) ? reply[1] : reply[1].status);
     },
   },
   statuscountmesg: {
@@ -261,7 +252,7 @@ const COMMANDS: Record<string, Command> = {
     run: async (opts, ctx) => {
       const { queue, shortId } = target(opts);
       const reply = await call(ctx, queue, 'get_message', { msg_id: shortId });
-      return finish(ctx, reply, isOk(reply) && isPlainObject(reply[1]) ? (reply[1]['count'] ?? 0) : reply[1]);
+      return finish(ctx, reply, isRefusal(reply) ? reply[1] : (reply[1].count ?? 0));
     },
   },
   attachstatusmesg: {
@@ -269,14 +260,8 @@ const COMMANDS: Record<string, Command> = {
     run: async (opts, ctx) => {
       const { queue, shortId } = target(opts);
       const reply = await call(ctx, queue, 'get_message', { msg_id: shortId });
-      if (!isOk(reply) || !isPlainObject(reply[1])) return finish(ctx, reply);
-      const attachments = reply[1]['_attachments'];
-      const lines = isPlainObject(attachments)
-        ? Object.entries(attachments).map(([name, value]) => {
-            const a = isPlainObject(value) ? value : {};
-            return `${name} ${show(a['md5'])} ${show(a['size'])} ${show(a['path'])}\n`;
-          })
-        : [];
+      if (isRefusal(reply)) return finish(ctx, reply);
+      const lines = Object.entries(reply[1]._attachments ?? {}).map(([name, a]) => `${name} ${show(a.md5)} ${show(a.size)} ${show(a.path)}\n`);
       const status = finish(ctx, reply, lines.length);
       for (const line of lines) ctx.out(line);
       return status;

@@ -17,6 +17,7 @@
  * RQ_OUTCOME_UNKNOWN, whose text names the id a create had allocated.
  */
 import { RqError } from '../domain/errors.js';
+import { isRefusal, refusalCode } from './refusal.js';
 import { isOk, rpcRequest, type RpcOutcome } from './rpc.js';
 
 /**
@@ -58,7 +59,7 @@ export function restartHeaders(e: unknown): Record<string, string> | undefined {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** `command` with `arg` (JSON, or a bare string as rq-mgr's queue commands take), as the file comment says. */
-export async function callRpc(socket: string, command: string, arg: Record<string, unknown> | string, o: CallOptions): Promise<unknown> {
+export async function callRpc(socket: string, command: string, arg: object | string, o: CallOptions): Promise<unknown> {
   const created = o.created ?? (CREATES.has(command) ? (id: string): unknown => ['ok', id] : undefined);
   const argument = typeof arg === 'string' ? arg : JSON.stringify(created ? { ...arg, _announce: true } : arg);
   const deadline = Date.now() + (o.waitMs ?? 0);
@@ -87,7 +88,7 @@ async function lookUp(socket: string, id: string, deadline: number, o: CallOptio
   for (;;) {
     const r = await rpcRequest(socket, 'get_message_state', argument, { timeoutMs: o.timeoutMs ?? 30_000, ...(o.signal ? { signal: o.signal } : {}) });
     if (r.type === 'reply' && isOk(r.reply)) return true;
-    if (r.type === 'reply' && Array.isArray(r.reply) && r.reply[1] === 'msg not found') return false;
+    if (r.type === 'reply' && isRefusal(r.reply) && refusalCode(r.reply) === 'RQ_NOT_FOUND') return false;
     if (Date.now() >= deadline || o.signal?.aborted) return undefined;
     await sleep(STEP_MS);
   }

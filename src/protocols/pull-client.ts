@@ -1,7 +1,7 @@
 /**
  * The pull front doors' one way to the queues (ARCHITECTURE.md "Two kinds of worker"):
- * typed calls of the queue processes' pull commands over their sockets (commands.ts,
- * pull.ts). Front doors hold no queue state; they parse, call this, and render.
+ * the queue processes' pull commands through the typed client (client/queue-client.ts).
+ * Front doors hold no queue state; they parse, call this, and render.
  *
  * It also owns what no single queue process can do:
  * - a queue used for the first time is made by rq-mgr (`create_pull_queue`) before the
@@ -20,65 +20,25 @@
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { RESTART_WAIT_MS, callRpc } from '../client/call.js';
-import { RqError, isErrorCode } from '../domain/errors.js';
+import path from 'node:path';
+import { RESTART_WAIT_MS } from '../client/call.js';
+import { MgrClient } from '../client/mgr-client.js';
+import { QueueClient } from '../client/queue-client.js';
+import { Refused, isRefusal, refusalCode } from '../client/refusal.js';
+import { RqError } from '../domain/errors.js';
+import { extIdLinkName, isLinkedEntry, parseMarker, type ExtIdTarget } from '../domain/ext-id-names.js';
 import { isValidQueueName } from '../domain/names.js';
 import type { State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
-import type { PullResult, PulledView } from '../queue/pull.js';
-import { extIdIndex, type ExtIdIndex, type ExtIdTarget } from '../store/ext-ids.js';
+import type { LeaseArg, PublishArg, PullResult, PullStats, PulledView } from '../rpc/queue-api.js';
 import { queueLayout, type RootLayout } from '../store/layout.js';
 
-/** A message as the pull commands show it (the queue's own type: src/queue/pull.ts). */
+/** A message as the pull commands show it. */
 export type PulledJob = PulledView;
-export type { PullResult };
+export type { PullResult, PullStats };
 
-export interface PublishInput {
-  /** The message's `src`: the front door's name ('lmstfy', 'cloudq', 'rqms'). */
-  src: string;
-  /** Stored as `attach/payload`, byte for byte. */
-  payload?: Buffer;
-  /** Stored as the message's param1..param4 (what RQ scripts and the dashboard show). */
-  params?: Partial<Record<'param1' | 'param2' | 'param3' | 'param4', unknown>>;
-  /** External id, unique in the queue while the message is not done: RQ_DUPLICATE when taken. */
-  ext_id?: string;
-  /** Ready this many ms from now (default 0). */
-  delay_ms?: number;
-  /** Removed this many ms from now unless acked or dead (default: never). */
-  ttl_ms?: number;
-  /** Deliveries allowed: each lease takes one; a TTR expiry with none left makes it dead. */
-  tries?: number;
-  /** Without `tries`: leases before a TTR expiry makes it dead; 0 = no limit (default 15, RQ's). */
-  max_count?: number;
-  /** Higher leases first (default 0). */
-  priority?: number;
-  /** Its place among ready messages of its priority, instead of its due time (epoch ms; RQMS uses 0). */
-  rank?: number;
-  /** The tie-break after rank, instead of the id (compared as strings). */
-  sort_key?: string;
-  /** Where a TTR expiry puts it back: `tail` (due = now) or `place` (keeps its place; default). */
-  requeue?: 'tail' | 'place';
-  /** `server`: `ext_id` is unique across every queue and held until the message is removed (Workq). */
-  ext_scope?: 'server';
-  /** Due at this instant (epoch ms) instead of `delay_ms` from now. */
-  due_at?: number;
-  /** Removed at this instant (epoch ms) instead of `ttl_ms` from now. */
-  expires_at?: number;
-  /** The TTL holds once it is finished too (its result lives until then). */
-  ttl_final?: boolean;
-  /** The TTL as the client gave it (ms, decimal), shown back. */
-  ttl?: string;
-  /** Leases that name no TTR last this long (ms). */
-  ttr_ms?: number;
-  /** Failures (finish without success) retried before one is final; 0 = none (default). */
-  max_fails?: number;
-  /** When it was scheduled for (epoch ms), shown back. */
-  scheduled_at?: number;
-  /** Removed once its result is read; not counted as evicted by its TTL. */
-  ephemeral?: boolean;
-  /** Workq's max-attempts as given, shown back (`max_count` is the rule). */
-  max_attempts?: number;
-}
+/** A publish (see PublishArg), its payload as bytes: stored as `attach/payload`, byte for byte. */
+export type PublishInput = Omit<PublishArg, 'payload'> & { payload?: Buffer };
 
 export interface LeaseOptions {
   /** Who holds the lease (shown on the dashboard): 'lmstfy', 'cloudq', 'rqms', 'workq'. */
@@ -96,46 +56,36 @@ export interface LeaseOptions {
   create?: boolean;
 }
 
-export interface PullStats {
-  /** In que and due. */
-  ready: number;
-  /** In que, not due yet. */
-  delayed: number;
-  /** In run with a lease. */
-  leased: number;
-  /** In err as dead letters. */
-  dead: number;
-  /** Removed by their TTL before they finished, since the queue process started. */
-  evicted: number;
-  /** When the queue process started (epoch ms). */
-  started: number;
-}
-
 const NO_STATS: PullStats = { ready: 0, delayed: 0, leased: 0, dead: 0, evicted: 0, started: 0 };
 const CALL_TIMEOUT_MS = 30_000;
-/**
- * The commands that a queue process may be sent again after their reply was lost: reads,
- * and changes that end the same when made twice. A lease made twice leaves the first
- * one's message leased until its TTR, as any lease whose worker went away.
- */
-const REPEATABLE: ReadonlySet<string> = new Set(['lease', 'cancel_wait', 'peek', 'list', 'pull_stats', 'result_wait', 'set', 'touch']);
 /** A lease's TTR, the longest a `result_wait` with grace may outlast its wait (Workq's TTR limit is 24 h). */
 const DAY_MS = 86_400_000;
 
 export class PullClient {
   private readonly root: RootLayout;
   private readonly log: Logger;
-  private readonly serverIds: ExtIdIndex;
+  private readonly queues: QueueClient;
+  private readonly mgr: MgrClient;
 
   constructor(root: RootLayout, log: Logger) {
     this.root = root;
     this.log = log;
-    this.serverIds = extIdIndex(root.serverIdsDir);
+    this.queues = new QueueClient(root, { timeoutMs: CALL_TIMEOUT_MS });
+    this.mgr = new MgrClient(root);
   }
 
-  /** The queue and short id of the message holding a server-wide external id (`ext_scope` server), while it exists. */
+  /** The queue and short id of the message holding a server-wide external id (`ext_scope` server), while it exists: the index's entry, read. */
   findServerId(extId: string): ExtIdTarget | undefined {
-    return this.serverIds.lookup(extId);
+    const entry = path.join(this.root.serverIdsDir, extIdLinkName(extId));
+    if (!isLinkedEntry(fs.lstatSync(entry, { throwIfNoEntry: false }))) return undefined;
+    let text: string;
+    try {
+      text = fs.readFileSync(entry, 'utf8');
+    } catch {
+      return undefined;
+    }
+    const m = parseMarker(text);
+    return m !== undefined && m.ext_id === extId ? { queue: m.queue, id: m.id } : undefined;
   }
 
   /** The queue's directory and config are there (it may be restarting). */
@@ -146,57 +96,46 @@ export class PullClient {
   /** Make a pull queue unless it exists (rq-mgr `create_pull_queue`; asking again once it exists is harmless). */
   async ensure(queue: string): Promise<void> {
     if (this.exists(queue)) return;
-    const reply = await callRpc(this.root.mgrSocket, 'create_pull_queue', queue, { peer: 'rq-mgr', timeoutMs: CALL_TIMEOUT_MS, repeatable: true });
-    if (Array.isArray(reply) && reply[2] === 'RQ_NO_SPACE') throw new RqError('RQ_NO_SPACE', String(reply[1]));
-    if (!Array.isArray(reply) || reply[0] !== 'ok') {
-      throw new RqError('RQ_UPSTREAM', `rq-mgr did not make queue ${queue}: ${JSON.stringify(reply)}`);
-    }
+    const reply = await this.mgr.send('create_pull_queue', queue, { timeoutMs: CALL_TIMEOUT_MS, repeatable: true });
+    if (!isRefusal(reply)) return;
+    if (refusalCode(reply) === 'RQ_NO_SPACE') throw new RqError('RQ_NO_SPACE', reply[1]);
+    throw new RqError('RQ_UPSTREAM', `rq-mgr did not make queue ${queue}: ${JSON.stringify(reply)}`);
   }
 
   /**
-   * One command, its `["ok", value]` unwrapped; `["fail", text, code]` throws. A queue
-   * process that does not answer (a restart) is waited for as client/call.ts says, then
-   * RQ_UNAVAILABLE, or RQ_OUTCOME_UNKNOWN for a change that may have been made.
+   * A command through the typed client: a refusal is thrown as an RqError with the
+   * queue's code, a queue that is DOWN as `queue <q> is DOWN`. A queue process that does
+   * not answer (a restart) is waited for as client/call.ts says, then RQ_UNAVAILABLE, or
+   * RQ_OUTCOME_UNKNOWN for a change that may have been made.
    */
-  async call(queue: string, command: string, arg: Record<string, unknown>, timeoutMs = CALL_TIMEOUT_MS, signal?: AbortSignal): Promise<unknown> {
-    if (!isValidQueueName(queue)) throw new RqError('RQ_QUEUE_NOT_FOUND', `invalid queue name ${JSON.stringify(queue)}`);
-    const reply = await callRpc(queueLayout(this.root, queue).socket, command, arg, {
-      peer: `Queue ${queue}`,
-      timeoutMs,
-      waitMs: RESTART_WAIT_MS,
-      ...(signal ? { signal } : {}),
-      repeatable: REPEATABLE.has(command),
-      // A publish that announced its id before the queue process stopped made that message, or none.
-      ...(command === 'publish' ? { created: (id: string) => ['ok', { id, ext_id: arg['ext_id'] ?? null }] } : {}),
-    });
-    if (Array.isArray(reply) && reply[0] === 'ok') return reply[1];
-    if (Array.isArray(reply) && reply[0] === 'fail') {
-      const text = String(reply[1]);
-      if (text === 'status: DOWN') throw new RqError('RQ_QUEUE_DOWN', `queue ${queue} is DOWN`);
-      throw new RqError(isErrorCode(reply[2]) ? reply[2] : 'RQ_UPSTREAM', text);
+  private async call<T>(queue: string, command: (queues: QueueClient) => Promise<T>): Promise<T> {
+    try {
+      return await command(this.queues);
+    } catch (e) {
+      if (e instanceof Refused && e.code === 'RQ_QUEUE_DOWN') throw new RqError('RQ_QUEUE_DOWN', `queue ${queue} is DOWN`);
+      throw e;
     }
-    throw new RqError('RQ_UPSTREAM', `queue ${queue} answered ${JSON.stringify(reply)}`);
   }
 
   async publish(queue: string, input: PublishInput): Promise<{ id: string; ext_id: string | null }> {
     await this.ensure(queue);
-    return (await this.call(queue, 'publish', publishArg(input))) as { id: string; ext_id: string | null };
+    return this.call(queue, (c) => c.publish(queue, publishArg(input)));
   }
 
   /** Upsert by external id (RQMS PUT): a new message, or the old one with this payload, a new rev and no lease. */
   async set(queue: string, extId: string, input: PublishInput): Promise<{ id: string; created: boolean }> {
     await this.ensure(queue);
-    return (await this.call(queue, 'set', { ...publishArg(input), ext_id: extId })) as { id: string; created: boolean };
+    return this.call(queue, (c) => c.set(queue, { ...publishArg(input), ext_id: extId }));
   }
 
   /** Lease messages from the listed queues (see the file comment); [] when none came. */
   async lease(queues: readonly string[], o: LeaseOptions): Promise<PulledJob[]> {
-    const arg = { owner: o.owner, ttr_ms: o.ttr_ms, default_ttr_ms: o.default_ttr_ms };
+    const arg: LeaseArg = { owner: o.owner, ttr_ms: o.ttr_ms, default_ttr_ms: o.default_ttr_ms };
     if (o.create) for (const q of queues) await this.ensure(q);
     const got: PulledJob[] = [];
     for (const q of queues) {
       if (got.length >= o.count || !this.exists(q)) continue;
-      got.push(...((await this.call(q, 'lease', { ...arg, count: o.count - got.length })) as PulledJob[]));
+      got.push(...(await this.call(q, (c) => c.lease(q, { ...arg, count: o.count - got.length }))));
     }
     const jobs = got.length > 0 || o.wait_ms <= 0 || o.signal?.aborted ? got : await this.waitForOne(queues.filter((q) => this.exists(q)), arg, o);
     // The client went away meanwhile: nothing stays leased for it.
@@ -206,7 +145,7 @@ export class PullClient {
   }
 
   /** Wait on every queue at once; the first message wins, the other waits are cancelled and any race winner refunded. */
-  private async waitForOne(queues: string[], arg: Record<string, unknown>, o: LeaseOptions): Promise<PulledJob[]> {
+  private async waitForOne(queues: string[], arg: LeaseArg, o: LeaseOptions): Promise<PulledJob[]> {
     if (queues.length === 0) return [];
     const waiter = randomUUID();
     const deadline = Date.now() + o.wait_ms;
@@ -215,7 +154,7 @@ export class PullClient {
     const cancelAll = (): void => {
       if (cancelled) return;
       cancelled = true;
-      for (const q of queues) void this.call(q, 'cancel_wait', { waiter }).catch(() => undefined);
+      for (const q of queues) void this.call(q, (c) => c.cancelWait(q, waiter)).catch(() => undefined);
     };
     o.signal?.addEventListener('abort', cancelAll, { once: true });
     const waitOn = async (q: string): Promise<void> => {
@@ -224,7 +163,7 @@ export class PullClient {
         const left = deadline - Date.now();
         let jobs: PulledJob[];
         try {
-          jobs = (await this.call(q, 'lease', { ...arg, count: 1, wait_ms: left, waiter }, left + CALL_TIMEOUT_MS)) as PulledJob[];
+          jobs = await this.call(q, (c) => c.lease(q, { ...arg, count: 1, wait_ms: left, waiter }, { timeoutMs: left + CALL_TIMEOUT_MS }));
         } catch (e) {
           if (e instanceof RqError && e.code === 'RQ_UNAVAILABLE') continue;
           throw e;
@@ -253,7 +192,7 @@ export class PullClient {
   /** Hand back a lease nobody will use: tries and count as before it, same place. */
   private async refund(job: PulledJob): Promise<void> {
     try {
-      await this.call(job.queue, 'nack', { ref: job.id, refund: true });
+      await this.call(job.queue, (c) => c.nack(job.queue, { ref: job.id, refund: true }));
     } catch (e) {
       this.log.warn({ queue: job.queue, msg_id: job.id, err: (e as Error).message }, 'cannot hand back a lease; it ends at its TTR');
     }
@@ -267,23 +206,23 @@ export class PullClient {
    */
   async ack(queue: string, ref: string, o: { rev?: number; from?: State[]; status?: string } = {}): Promise<{ id: string }> {
     if (!this.exists(queue)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
-    return (await this.call(queue, 'ack', { ref, ...o })) as { id: string };
+    return this.call(queue, (c) => c.ack(queue, { ref, ...o }));
   }
 
   /** End a lease early: back to que (refund: as if never leased; else the TTR-expiry rule, after `delay_ms`). */
   async nack(queue: string, ref: string, o: { refund?: boolean; delay_ms?: number } = {}): Promise<void> {
-    await this.call(queue, 'nack', { ref, ...o });
+    await this.call(queue, (c) => c.nack(queue, { ref, ...o }));
   }
 
   /** Extend a lease to now + ttr_ms; returns the new end (epoch ms). */
   async touch(queue: string, ref: string, ttrMs: number, rev?: number): Promise<{ until: number }> {
-    return (await this.call(queue, 'touch', { ref, ttr_ms: ttrMs, ...(rev !== undefined ? { rev } : {}) })) as { until: number };
+    return this.call(queue, (c) => c.touch(queue, { ref, ttr_ms: ttrMs, ...(rev !== undefined ? { rev } : {}) }));
   }
 
   /** Without `ref`: the message the next lease would take (null if none). With it: that message in any state but done (with `all`, done too). */
   async peek(queue: string, ref?: string, o: { all?: boolean } = {}): Promise<PulledJob | null> {
     if (!this.exists(queue)) return null;
-    return (await this.call(queue, 'peek', ref === undefined ? {} : { ref, ...o })) as PulledJob | null;
+    return this.call(queue, (c) => c.peek(queue, ref === undefined ? {} : { ref, ...o }));
   }
 
   /**
@@ -293,7 +232,7 @@ export class PullClient {
    */
   async finish(queue: string, ref: string, o: { success: boolean; result: Buffer; status?: string }): Promise<{ id: string; state: State }> {
     if (!this.exists(queue)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
-    return (await this.call(queue, 'finish', { ref, success: o.success, result: o.result.toString('base64'), ...(o.status ? { status: o.status } : {}) })) as { id: string; state: State };
+    return this.call(queue, (c) => c.finish(queue, { ref, success: o.success, result: o.result.toString('base64'), ...(o.status ? { status: o.status } : {}) }));
   }
 
   /**
@@ -306,7 +245,8 @@ export class PullClient {
     for (;;) {
       const left = Math.max(0, deadline - Date.now());
       try {
-        return (await this.call(queue, 'result_wait', { ref, wait_ms: left, lease_grace: o.leaseGrace === true }, left + CALL_TIMEOUT_MS + DAY_MS, o.signal)) as PullResult | null;
+        const wait = { timeoutMs: left + CALL_TIMEOUT_MS + DAY_MS, ...(o.signal ? { signal: o.signal } : {}) };
+        return await this.call(queue, (c) => c.resultWait(queue, { ref, wait_ms: left, lease_grace: o.leaseGrace === true }, wait));
       } catch (e) {
         if (o.signal?.aborted) return null;
         // The queue process went away mid-wait: ask the new one, with the time that is left.
@@ -318,40 +258,40 @@ export class PullClient {
   /** Remove a message for good, in any state; RQ_NOT_FOUND when it is not there. */
   async remove(queue: string, ref: string): Promise<void> {
     if (!this.exists(queue)) throw new RqError('RQ_NOT_FOUND', 'msg not found');
-    await this.call(queue, 'remove', { ref });
+    await this.call(queue, (c) => c.remove(queue, ref));
   }
 
   /** Ready (in lease order) or delayed messages (in the same order), from `offset`, at most `limit`. */
   async list(queue: string, which: 'ready' | 'delayed', offset: number, limit: number): Promise<PulledJob[]> {
     if (!this.exists(queue)) return [];
-    return (await this.call(queue, 'list', { which, offset, limit })) as PulledJob[];
+    return this.call(queue, (c) => c.list(queue, { which, offset, limit }));
   }
 
   async stats(queue: string): Promise<PullStats> {
     if (!this.exists(queue)) return NO_STATS;
-    return (await this.call(queue, 'pull_stats', {})) as PullStats;
+    return this.call(queue, (c) => c.pullStats(queue));
   }
 
   /** Remove every ready message (delayed, leased and dead ones stay); returns how many. */
   async purgeReady(queue: string): Promise<number> {
     if (!this.exists(queue)) return 0;
-    return (await this.call(queue, 'purge_ready', {})) as number;
+    return this.call(queue, (c) => c.purgeReady(queue));
   }
 
   /** Move up to `limit` dead letters, oldest first, to the tail of the ready messages with 1 try and a TTL (0 = none). */
   async respawn(queue: string, limit: number, ttlMs: number): Promise<number> {
     if (!this.exists(queue)) return 0;
-    return (await this.call(queue, 'respawn', { limit, ttl_ms: ttlMs })) as number;
+    return this.call(queue, (c) => c.respawn(queue, { limit, ttl_ms: ttlMs }));
   }
 
   /** The dead letter: its size and oldest message; with `delete`, first remove up to `limit` oldest. */
   async deadLetter(queue: string, o: { delete?: number } = {}): Promise<{ size: number; head: PulledJob | null; deleted: number }> {
     if (!this.exists(queue)) return { size: 0, head: null, deleted: 0 };
-    return (await this.call(queue, 'dead_letter', o)) as { size: number; head: PulledJob | null; deleted: number };
+    return this.call(queue, (c) => c.deadLetter(queue, o));
   }
 }
 
-function publishArg(input: PublishInput): Record<string, unknown> {
+function publishArg(input: PublishInput): PublishArg {
   const { payload, ...rest } = input;
   return { ...rest, ...(payload !== undefined ? { payload: payload.toString('base64') } : {}) };
 }

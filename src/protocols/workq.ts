@@ -34,12 +34,15 @@
  * recorded); a job in one is absent (`-NOT-FOUND`) to the commands by id; `inspect
  * queues` leaves it out and `inspect queue`, `jobs` and `scheduled-jobs` answer
  * `-NOT-FOUND`, as for a queue that does not exist.
+ *
+ * A command that fails gets its reply from ERROR_REPLIES, the one table from rq's error
+ * codes to Workq replies; the text of an error inside rq goes to the log only.
  */
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { RqError } from '../domain/errors.js';
+import { RqError, coerceError, type ErrorCode } from '../domain/errors.js';
 import { abortableSleep } from '../lib/abortable-sleep.js';
 import { queueDirNames } from '../store/layout.js';
 import { doorAccess, parseQueuePatterns } from './door-access.js';
@@ -81,6 +84,40 @@ const DOOR_BYTES = 64 * 1024 * 1024;
 const DEFAULT_TTR_MS = 60_000;
 /** A name this door may not use (door-access.ts): §3's word for a name it cannot take. */
 const CLOSED_NAME = clientError('Invalid Name');
+/** A failure inside rq (a bug, a file it cannot write): its text is for the log, not the client. */
+const INTERNAL_ERROR = serverError('internal error');
+/** In ERROR_REPLIES: `-SERVER-ERROR` with the error's own text. */
+const OWN_TEXT = 'own text';
+
+/**
+ * The one mapping from rq's errors to Workq replies (§2). An error whose text rq writes
+ * for a client, saying what to do next (a full disk, a queue process that is restarting
+ * or DOWN), is `-SERVER-ERROR` with that text; every other error has its fixed reply,
+ * whatever its text says.
+ */
+const ERROR_REPLIES = {
+  RQ_NOT_FOUND: NOT_FOUND,
+  RQ_DUPLICATE: clientError('Duplicate job'),
+  RQ_NOT_IN_STATE: serverError('Queue out of sync'),
+  RQ_STALE: serverError('Queue out of sync'),
+  RQ_NOT_PULL: serverError('Queue runs a script: its jobs are not for workers'),
+  RQ_QUEUE_DOWN: OWN_TEXT,
+  RQ_UNAVAILABLE: OWN_TEXT,
+  RQ_OUTCOME_UNKNOWN: OWN_TEXT,
+  RQ_NO_SPACE: OWN_TEXT,
+  RQ_BAD_MESSAGE: INTERNAL_ERROR,
+  RQ_BAD_REQUEST: INTERNAL_ERROR,
+  RQ_QUEUE_NOT_FOUND: INTERNAL_ERROR,
+  RQ_ATTACH: INTERNAL_ERROR,
+  RQ_IO: INTERNAL_ERROR,
+  RQ_PROTOCOL: INTERNAL_ERROR,
+  RQ_CONFIG: INTERNAL_ERROR,
+  RQ_FORBIDDEN: INTERNAL_ERROR,
+  RQ_UPSTREAM: INTERNAL_ERROR,
+  RQ_TOO_LARGE: INTERNAL_ERROR,
+  RQ_BUSY: INTERNAL_ERROR,
+  RQ_ENCODED_BODY: INTERNAL_ERROR,
+} as const satisfies Record<ErrorCode, Buffer | typeof OWN_TEXT>;
 
 /** The section, checked: the codec's options, and the patterns of the protected lmstfy queues this door may touch. */
 export interface WorkqConfig extends WireOptions {
@@ -376,15 +413,16 @@ export function workqServer(ctx: ProtocolContext): net.Server {
     }
   };
 
-  /** The one mapping from rq's errors to Workq replies (§3). */
+  /** A failed command's reply, through ERROR_REPLIES; what went wrong inside is logged, never sent. */
   const answer = async (req: WorkqRequest, gone: AbortSignal): Promise<Buffer> => {
     try {
       return await run(req, gone);
     } catch (e) {
-      if (e instanceof RqError && e.code === 'RQ_NOT_FOUND') return NOT_FOUND;
-      if (e instanceof RqError && e.code === 'RQ_DUPLICATE') return clientError('Duplicate job');
-      log.error({ cmd: req.cmd, err: (e as Error).message }, 'workq command failed');
-      return serverError(oneLine((e as Error).message));
+      const code = e instanceof RqError ? e.code : undefined;
+      if (code !== 'RQ_NOT_FOUND' && code !== 'RQ_DUPLICATE') log.error({ cmd: req.cmd, err: coerceError(e).message }, 'workq command failed');
+      if (code === undefined) return INTERNAL_ERROR;
+      const reply = ERROR_REPLIES[code];
+      return reply === OWN_TEXT ? serverError(oneLine(coerceError(e).message)) : reply;
     }
   };
 

@@ -26,7 +26,7 @@ import { isPlainObject } from '../domain/message.js';
 import { isNewRqQueueName, isProtocolQueueName, isValidQueueName } from '../domain/names.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../domain/queue-config.js';
 import { rubyToI } from '../domain/ruby.js';
-import { rpcCall } from '../client/rpc.js';
+import { QueueClient } from '../client/queue-client.js';
 import { createRpcServer, listenOwnerOnly } from '../rpc/server.js';
 import type { Logger } from '../lib/logger.js';
 import { QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../lib/install-root.js';
@@ -84,9 +84,12 @@ export class Supervisor {
   private readonly startedAt = Date.now();
   private server = createRpcServer(async (command, argument) => JSON.stringify(await this.command(command, argument)));
   private shuttingDown: Promise<void> | undefined;
+  /** Asks a queue process started here whether it answers yet. */
+  private readonly queueClient: QueueClient;
 
   constructor(o: SupervisorOptions) {
     this.o = o;
+    this.queueClient = new QueueClient(o.root);
   }
 
   /**
@@ -151,10 +154,9 @@ export class Supervisor {
       resolve();
     }));
     child.on('error', (e) => this.o.log.error({ queue: name, err: e.message }, 'cannot spawn queue process'));
-    const sock = queueLayout(this.o.root, name).socket;
     const until = Date.now() + QUEUE_START_WAIT_MS;
     while (Date.now() < until && p.child === child && child.exitCode === null) {
-      if ((await rpcCall(sock, 'ping', '', 1000)) !== null) return;
+      if ((await this.queueClient.probe(name, 'ping', {}, 1000)) !== undefined) return;
       await sleep(50);
     }
   }

@@ -5,15 +5,16 @@
  * exist, which process is rq-mgr, is the host in router mode (spec/rq.md §7.6). Queue
  * names are checked here, before any path is built from them.
  *
- * Two ways to ask: `queue` and `mgr` give RQ's null when there is no answer (the
- * dashboard's probes, which show a queue that does not answer); `send` and `sendMgr`
- * never do: they wait for a queue process that is restarting, and otherwise throw
- * RQ_UNAVAILABLE or RQ_OUTCOME_UNKNOWN (client/call.ts), a 503.
+ * Two ways to ask, through the typed clients: `probe` answers undefined when there is no
+ * answer (the dashboard's probes, which show a queue that does not answer); the other
+ * calls wait for a queue process that is restarting, and otherwise throw RQ_UNAVAILABLE
+ * or RQ_OUTCOME_UNKNOWN (client/call.ts), a 503.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { RESTART_WAIT_MS, callRpc } from '../client/call.js';
-import { rpcCall } from '../client/rpc.js';
+import { MgrClient } from '../client/mgr-client.js';
+import { QueueClient } from '../client/queue-client.js';
+import { isRefusal } from '../client/refusal.js';
 import { BUILTIN_QUEUES, isValidQueueName } from '../domain/names.js';
 import { RULES_FILE_NAME } from '../router/rules.js';
 import { queueLayout, type QueueLayout, type RootLayout } from '../store/layout.js';
@@ -23,18 +24,14 @@ import { webError } from './web-errors.js';
 
 export interface Gateway {
   root: RootLayout;
-  /** rq-mgr's RPC; null when it does not answer (within `timeoutMs`, default 10 s). */
-  mgr(command: string, arg?: unknown, timeoutMs?: number): Promise<unknown>;
-  /** A queue's RPC; null when its process does not answer. */
-  queue(name: string, command: string, arg?: unknown, timeoutMs?: number): Promise<unknown>;
   /**
-   * A queue's RPC across a restart of its process: the reply, or RQ_UNAVAILABLE /
-   * RQ_OUTCOME_UNKNOWN. `repeatable`: sending it twice does no harm (reads). RQ's create
-   * commands announce their id, so a lost reply is settled by it.
+   * The queues' RPC (client/queue-client.ts): a queue process that is restarting is
+   * waited for, then RQ_UNAVAILABLE or RQ_OUTCOME_UNKNOWN (a 503); `probe` asks once and
+   * answers undefined when the process does not answer.
    */
-  send(name: string, command: string, arg: Record<string, unknown>, o?: { repeatable?: boolean; timeoutMs?: number }): Promise<unknown>;
-  /** rq-mgr's RPC: the reply, or RQ_UNAVAILABLE (not sent) / RQ_OUTCOME_UNKNOWN (no reply). */
-  sendMgr(command: string, arg: string): Promise<unknown>;
+  queues: QueueClient;
+  /** rq-mgr's RPC; its `probe` answers undefined when rq-mgr does not answer. */
+  mgr: MgrClient;
   /** The queue that serves message routes for `name` (router mode, §7.6). */
   routed(name: string): string;
   /** The layout of an existing queue; a 404 `Queue not found` error otherwise. */
@@ -50,31 +47,13 @@ export function isBuiltinQueue(name: string): boolean {
   return (BUILTIN_QUEUES as readonly string[]).includes(name);
 }
 
-/** The argument of an RPC: strings go bare (rq-mgr's queue-name commands), the rest as JSON. */
-function encodeArg(arg: unknown): string {
-  if (arg === undefined) return '';
-  return typeof arg === 'string' ? arg : JSON.stringify(arg);
-}
-
 export function createGateway(root: RootLayout): Gateway {
   const routerRules = path.join(root.configDir, RULES_FILE_NAME);
+  const mgr = new MgrClient(root);
   return {
     root,
-    mgr: (command, arg, timeoutMs = 10_000) => rpcCall(root.mgrSocket, command, encodeArg(arg), timeoutMs),
-    queue: (name, command, arg, timeoutMs = 10_000) => {
-      if (!isValidQueueName(name)) return Promise.resolve(null);
-      return rpcCall(queueLayout(root, name).socket, command, encodeArg(arg), timeoutMs);
-    },
-    send: async (name, command, arg, o = {}) => {
-      if (!isValidQueueName(name)) throw webError('RQ_QUEUE_NOT_FOUND', 'Queue not found');
-      return callRpc(queueLayout(root, name).socket, command, arg, {
-        peer: `Queue ${name}`,
-        timeoutMs: o.timeoutMs ?? 10_000,
-        waitMs: RESTART_WAIT_MS,
-        repeatable: o.repeatable === true,
-      });
-    },
-    sendMgr: (command, arg) => callRpc(root.mgrSocket, command, arg, { peer: 'rq-mgr', timeoutMs: 10_000 }),
+    queues: new QueueClient(root, { timeoutMs: 10_000 }),
+    mgr,
     routed: (name) => (name !== 'relay' && name !== 'cleaner' && fs.existsSync(routerRules) ? 'rq_router' : name),
     existing(name) {
       if (isValidQueueName(name)) {
@@ -89,9 +68,9 @@ export function createGateway(root: RootLayout): Gateway {
     },
     mgrPid: () => runningPid(root),
     async queueNames() {
-      const names = await rpcCall(root.mgrSocket, 'queues', '', PROBE_TIMEOUT_MS);
-      if (!Array.isArray(names)) return null;
-      const list = [...new Set(names.filter((n): n is string => typeof n === 'string'))];
+      const names = await mgr.probe('queues', '', PROBE_TIMEOUT_MS);
+      if (names === undefined || isRefusal(names)) return null;
+      const list = [...new Set(names)];
       return [...list.filter((n) => !isBuiltinQueue(n)).sort(), ...list.filter(isBuiltinQueue).sort()];
     },
   };

@@ -7,9 +7,10 @@
  * from a path built out of the request.
  */
 import path from 'node:path';
-import { isOk } from '../client/rpc.js';
+import { Refused, isRefusal, refusalCode } from '../client/refusal.js';
 import { isSafeId, parseFullId } from '../domain/ids.js';
 import type { State } from '../domain/states.js';
+import type { MessageStatus, MessageView } from '../rpc/queue-api.js';
 import type { Gateway } from './gateway.js';
 import { webError } from './web-errors.js';
 
@@ -45,31 +46,32 @@ export function checkFileName(name: string, what: string): string {
  * `get_message_status`: `missing` when the queue does not know it, undefined when the
  * queue did not answer or refused to (e.g. `status: DOWN`).
  */
-export async function findMessage(gw: Gateway, queue: string, id: string, timeoutMs?: number): Promise<MessageLocation | 'missing' | undefined> {
-  return locationOf(gw, queue, id, await gw.queue(queue, 'get_message_status', { msg_id: id }, timeoutMs));
+export async function findMessage(gw: Gateway, queue: string, id: string, timeoutMs = 10_000): Promise<MessageLocation | 'missing' | undefined> {
+  const reply = await gw.queues.probe(queue, 'get_message_status', { msg_id: id }, timeoutMs);
+  if (reply === undefined) return undefined;
+  if (isRefusal(reply)) return refusalCode(reply) === 'RQ_NOT_FOUND' ? 'missing' : undefined;
+  return locationOf(gw, queue, id, reply[1]);
 }
 
-/** A `get_message_status` reply as findMessage answers. */
-function locationOf(gw: Gateway, queue: string, id: string, reply: unknown): MessageLocation | 'missing' | undefined {
-  if (!isOk(reply)) return Array.isArray(reply) && reply[1] === 'msg not found' ? 'missing' : undefined;
-  const { path: rel, status, state } = reply[1] as { path: string; status: string; state: State };
+function locationOf(gw: Gateway, queue: string, id: string, { path: rel, status, state }: MessageStatus): MessageLocation {
   return { queue, id, state, status, dir: path.resolve(gw.root.root, rel) };
+}
+
+/** The refusal of a message lookup as RQ's 404; anything else (a 503: the queue process does not answer) as it is. */
+function notFound(e: unknown): never {
+  throw e instanceof Refused ? webError('RQ_NOT_FOUND', 'Message ID not found') : e;
 }
 
 /** The message `raw` of queue `name` (routed), or a 404; a 503 when the queue process does not answer. */
 export async function locateMessage(gw: Gateway, name: string, raw: string): Promise<MessageLocation> {
   gw.existing(name);
   const [queue, id] = [gw.routed(name), checkMsgId(raw)];
-  const loc = locationOf(gw, queue, id, await gw.send(queue, 'get_message_status', { msg_id: id }, { repeatable: true }));
-  if (typeof loc !== 'object') throw webError('RQ_NOT_FOUND', 'Message ID not found');
-  return loc;
+  return locationOf(gw, queue, id, await gw.queues.getMessageStatus(queue, id).catch(notFound));
 }
 
 /** The checked short id and the read view of a message (§1.10) from `get_message`, or a 404; a 503 when the queue process does not answer. */
-export async function messageView(gw: Gateway, name: string, raw: string): Promise<{ id: string; view: Record<string, unknown> }> {
+export async function messageView(gw: Gateway, name: string, raw: string): Promise<{ id: string; view: MessageView }> {
   gw.existing(name);
   const id = checkMsgId(raw);
-  const reply = await gw.send(gw.routed(name), 'get_message', { msg_id: id }, { repeatable: true });
-  if (!isOk(reply)) throw webError('RQ_NOT_FOUND', 'Message ID not found');
-  return { id, view: reply[1] as Record<string, unknown> };
+  return { id, view: await gw.queues.getMessage(gw.routed(name), id).catch(notFound) };
 }

@@ -6,7 +6,9 @@
  * refusal, or let an RqError from a lower layer through; the error handler in app.ts is
  * the only place that turns either into a reply (JSON, a page, or this plain body).
  */
-import { RqError, isErrorCode, type ErrorCode } from '../domain/errors.js';
+import { asRq, isRefusal, refusalCode, type RqRefusal } from '../client/refusal.js';
+import { RqError, type ErrorCode } from '../domain/errors.js';
+import type { Fail } from '../rpc/queue-api.js';
 
 const HTTP_STATUS = {
   RQ_NOT_FOUND: 404,
@@ -67,20 +69,24 @@ export function dump(reply: unknown): string {
   return JSON.stringify(reply) ?? 'nil';
 }
 
+/** A reply as a route passes it on: a refusal in RQ's shape (`["fail", text]`, without the code), anything else as it is. */
+export function rqReply<T>(reply: T | Fail | [false, string]): T | RqRefusal {
+  return isRefusal(reply) ? asRq(reply) : reply;
+}
+
 /**
  * A queue's refusal for a full disk, `["fail", "no space left on device: queues/<q>",
  * "RQ_NO_SPACE"]`, as a route's failure (507 with that text); undefined for any other reply.
  */
 export function noSpace(reply: unknown): RqError | undefined {
-  return Array.isArray(reply) && reply[0] === 'fail' && reply[2] === 'RQ_NO_SPACE' ? webError('RQ_NO_SPACE', String(reply[1])) : undefined;
+  return isRefusal(reply) && refusalCode(reply) === 'RQ_NO_SPACE' ? webError('RQ_NO_SPACE', reply[1]) : undefined;
 }
 
 /**
- * A queue's refusal `["fail", text, code]` as a route's failure: RQ's text, `<what> <dump
- * of ["fail", text]>.`, with the status of the reply's code (404 for a missing message,
- * 409 for one in the wrong state); a reply without a code (no answer) stays RQ's 500.
+ * A refusal (of a queue or of rq-mgr) as a route's failure: RQ's text, `<what> <dump of
+ * ["fail", text]>.`, with the status of the refusal's code (404 for a missing message,
+ * 409 for one in the wrong state; 500 for a refusal that names no code).
  */
-export function refused(what: string, reply: unknown): RqError {
-  const code: ErrorCode | undefined = Array.isArray(reply) && isErrorCode(reply[2]) ? reply[2] : undefined;
-  return webError(code ?? 'RQ_UPSTREAM', `${what} ${dump(code && Array.isArray(reply) ? reply.slice(0, 2) : reply)}.`);
+export function refused(what: string, reply: Fail | [false, string]): RqError {
+  return webError(refusalCode(reply), `${what} ${dump(asRq(reply))}.`);
 }

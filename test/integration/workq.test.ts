@@ -1380,3 +1380,22 @@ describe('workq: what connections hold in memory', () => {
     await waitFor(async () => (await held()) === 0, 5_000, 'the connection to hold nothing');
   });
 });
+
+describe('workq: a failure inside rq', () => {
+  const t = useTestRoot();
+
+  it('answers -SERVER-ERROR internal error; what went wrong (here a path on the server) stays in the log', async () => {
+    const p = await startProtocols(t(), { workq: {} });
+    // The file that records the names used only by lease cannot be written: a directory stands in its place.
+    const names = path.join(t().root, 'config', 'workq.names');
+    fs.rmSync(names, { force: true });
+    fs.mkdirSync(names);
+    const c = await WorkqClient.connect(p.port('workq'));
+    try {
+      const r = await c.lease(['never-made'], 0);
+      expect(r.text).toBe('-SERVER-ERROR internal error\r\n');
+    } finally {
+      c.destroy();
+    }
+  });
+});

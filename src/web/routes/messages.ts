@@ -25,30 +25,31 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Router, type Request, type Response } from 'express';
 import { isOk } from '../../client/rpc.js';
+import { asRq, isRefusal, refusalCode } from '../../client/refusal.js';
 import { coerceError, errnoCode } from '../../domain/errors.js';
 import { parseFullId } from '../../domain/ids.js';
 import { MAX_JSON_DEPTH, isTooDeep } from '../../domain/json-depth.js';
 import { INPUT_KEYS, isPlainObject } from '../../domain/message.js';
 import { rubyToI } from '../../domain/ruby.js';
 import { shown, utcTime } from '../format.js';
-import type { State } from '../../domain/states.js';
 import type { Logger } from '../../lib/logger.js';
 import type { WebContext } from '../context.js';
 import { checkMsgId, locateMessage, messageView } from '../lookups.js';
 import { param, params, removeUploads, uploads } from '../params.js';
 import { probeQueue, type QueueProbe } from '../queue-info.js';
 import { sendPage, urlFor } from '../render.js';
-import { dump, noSpace, refused, webError } from '../web-errors.js';
+import { dump, noSpace, refused, rqReply, webError } from '../web-errors.js';
+import type { ReplyOf } from '../../rpc/queue-api.js';
 
 /** `_method` of a new message → the queue command that creates it (§7.5 step 4). */
-const CREATE_COMMANDS = new Map([
+const CREATE_COMMANDS = new Map<string, 'create_message' | 'prep_message' | 'single_que'>([
   ['commit', 'create_message'],
   ['prep', 'prep_message'],
   ['single_que', 'single_que'],
 ]);
 
 /** `_method` of `POST /q/:name/:msg_id` (besides `run_now`) and RQ's replies for it (§7.3). */
-const MESSAGE_METHODS = new Map([
+const MESSAGE_METHODS = new Map<string, { command: 'delete_message' | 'destroy_message' | 'commit_message'; notice: string; error: string; okToQueue: boolean }>([
   ['delete', { command: 'delete_message', notice: 'Message deleted successfully', error: 'Delete got', okToQueue: true }],
   ['destroy', { command: 'destroy_message', notice: 'Message destroyed successfully', error: 'destroy got', okToQueue: true }],
   ['commit', { command: 'commit_message', notice: 'Message committed successfully', error: 'Commit got', okToQueue: false }],
@@ -268,17 +269,16 @@ export function messageRoutes(ctx: WebContext): Router {
     const method = input['_method'] ?? 'commit';
     const command = typeof method === 'string' ? CREATE_COMMANDS.get(method) : undefined;
     if (command === undefined) throw webError('RQ_BAD_REQUEST', 'Invalid method param');
-    const reply = await gw.send(gw.routed(q), command, input);
-    if (Array.isArray(reply) && reply[0] === 'fail' && reply[1] === 'status: DOWN') {
-      throw webError('RQ_QUEUE_DOWN', 'Service Unavailable - Operationally Down');
-    }
-    const full = noSpace(reply);
+    const sent = await gw.queues.send(gw.routed(q), command, input);
+    if (isRefusal(sent) && refusalCode(sent) === 'RQ_QUEUE_DOWN') throw webError('RQ_QUEUE_DOWN', 'Service Unavailable - Operationally Down');
+    const full = noSpace(sent);
     if (full) throw full;
+    const reply = rqReply(sent);
     if (!html) {
       res.json(reply);
       return;
     }
-    const [word, text] = Array.isArray(reply) ? [shown(reply[0]), shown(reply[1])] : ['fail', dump(reply)];
+    const [word, text] = [shown(reply[0]), shown(reply[1])];
     if (param(req, 'back') !== undefined) {
       respond.redirect(req, res, respond.back(req), isOk(reply) ? { notice: `Created message ${text}` } : { error: `Error creating message: ${text}` });
       return;
@@ -301,8 +301,8 @@ export function messageRoutes(ctx: WebContext): Router {
       return;
     }
     const { id, view } = await messageView(gw, q, raw);
-    const state = view['state'] as State;
-    const status = shown(view['status']);
+    const { state } = view;
+    const status = shown(view.status);
     await sendPage(res, state === 'prep' ? 'prep' : 'message', {
       q,
       id,
@@ -315,27 +315,27 @@ export function messageRoutes(ctx: WebContext): Router {
   });
 
   const runNow = async (req: Request, res: Response, t: Target): Promise<void> => {
-    const reply = await gw.send(t.queue, 'run_message', { msg_id: t.id });
-    if (!isOk(reply)) throw refused("Couldn't run message.", reply);
+    const reply = await gw.queues.send(t.queue, 'run_message', { msg_id: t.id });
+    if (isRefusal(reply)) throw refused("Couldn't run message.", reply);
     respond.redirect(req, res, messageUrl(t), { notice: 'Message in run successfully' });
   };
 
   r.post('/q/:name/:msg_id/clone', async (req: Request, res: Response) => {
     const t = target(req);
-    const reply = await gw.send(t.queue, 'clone_message', { msg_id: t.id });
-    if (!isOk(reply)) throw refused("Couldn't clone message.", reply);
+    const reply = await gw.queues.send(t.queue, 'clone_message', { msg_id: t.id });
+    if (isRefusal(reply)) throw refused("Couldn't clone message.", reply);
     respond.redirect(req, res, urlFor(root, 'q', t.q), { notice: 'Message cloned successfully' });
   });
 
   r.post('/q/:name/:msg_id/run_now', async (req: Request, res: Response) => runNow(req, res, target(req)));
 
   /** Hand the uploaded `filedata` part to the queue: the target and the queue's reply. */
-  const attachUpload = async (req: Request, res: Response): Promise<{ t: Target; reply: unknown }> => {
+  const attachUpload = async (req: Request, res: Response): Promise<{ t: Target; reply: ReplyOf<'attach_message'> }> => {
     const t = target(req);
     // A file part with an empty name is a file input left empty (Rack: no file).
     const file = uploads(res)['filedata'];
     if (file === undefined || file.filename === '') throw webError('RQ_NOT_FOUND', "No file uploaded in the 'filedata' part");
-    return { t, reply: await gw.send(t.queue, 'attach_message', { msg_id: t.id, pathname: file.path, name: file.filename }) };
+    return { t, reply: await gw.queues.send(t.queue, 'attach_message', { msg_id: t.id, pathname: file.path, name: file.filename }) };
   };
 
   r.post('/q/:name/:msg_id/attach/new', async (req: Request, res: Response) => {
@@ -343,19 +343,19 @@ export function messageRoutes(ctx: WebContext): Router {
     const { t, reply } = await attachUpload(req, res).finally(() => removeUploads(res));
     const full = noSpace(reply);
     if (full) throw full;
-    if (wantsJson(req)) res.json(reply);
-    else if (isOk(reply)) respond.redirect(req, res, messageUrl(t), { notice: 'Attached message successfully' });
-    else res.type('text/plain; charset=utf-8').send(`Commit ${t.q}/${t.id} got ${dump(reply)}`);
+    if (wantsJson(req)) res.json(rqReply(reply));
+    else if (!isRefusal(reply)) respond.redirect(req, res, messageUrl(t), { notice: 'Attached message successfully' });
+    else res.type('text/plain; charset=utf-8').send(`Commit ${t.q}/${t.id} got ${dump(asRq(reply))}`);
   });
 
   r.post('/q/:name/:msg_id/attach/:attachment_name', async (req: Request, res: Response) => {
     const t = target(req);
     const name = String(req.params['attachment_name']);
     if (param(req, '_method') !== 'delete') throw webError('RQ_BAD_REQUEST', 'Invalid method param');
-    const reply = await gw.send(t.queue, 'delete_attach_message', { msg_id: t.id, attachment_name: name });
-    if (wantsJson(req)) res.json(reply);
-    else if (isOk(reply)) respond.redirect(req, res, messageUrl(t), { notice: 'Attachment deleted successfully' });
-    else res.type('text/plain; charset=utf-8').send(`Delete of attach ${name} on ${t.q}/${t.id} got ${dump(reply)}`);
+    const reply = await gw.queues.send(t.queue, 'delete_attach_message', { msg_id: t.id, attachment_name: name });
+    if (wantsJson(req)) res.json(rqReply(reply));
+    else if (!isRefusal(reply)) respond.redirect(req, res, messageUrl(t), { notice: 'Attachment deleted successfully' });
+    else res.type('text/plain; charset=utf-8').send(`Delete of attach ${name} on ${t.q}/${t.id} got ${dump(asRq(reply))}`);
   });
 
   r.post('/q/:name/:msg_id', async (req: Request, res: Response) => {
@@ -367,11 +367,11 @@ export function messageRoutes(ctx: WebContext): Router {
     }
     const action = method === undefined ? undefined : MESSAGE_METHODS.get(method);
     if (action === undefined) throw webError('RQ_BAD_REQUEST', 'Invalid method param');
-    const reply = await gw.send(t.queue, action.command, { msg_id: t.id });
+    const reply = await gw.queues.send(t.queue, action.command, { msg_id: t.id });
     const full = noSpace(reply);
     if (full) throw full;
-    if (wantsJson(req)) res.json(reply);
-    else if (!isOk(reply)) respond.redirect(req, res, messageUrl(t), { error: `${action.error} ${dump(reply)}` });
+    if (wantsJson(req)) res.json(rqReply(reply));
+    else if (isRefusal(reply)) respond.redirect(req, res, messageUrl(t), { error: `${action.error} ${dump(asRq(reply))}` });
     else respond.redirect(req, res, action.okToQueue ? urlFor(root, 'q', t.q) : messageUrl(t), { notice: action.notice });
   });
 

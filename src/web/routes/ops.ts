@@ -18,7 +18,7 @@
  */
 import { Router, type Request, type Response } from 'express';
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
-import { isPlainObject } from '../../domain/message.js';
+import { isRefusal } from '../../client/refusal.js';
 import { STATES } from '../../domain/states.js';
 import { bodyBudget } from '../../lib/body-budget.js';
 import { workqHeldBytes } from '../../protocols/workq.js';
@@ -34,12 +34,8 @@ interface Scrape {
 }
 
 async function scrape(gw: Gateway): Promise<Scrape> {
-  const [mgr, queues, restarts] = await Promise.all([probeMgr(gw), probeQueues(gw), gw.mgr('restarts', undefined, PROBE_TIMEOUT_MS)]);
-  const counts: Scrape['restarts'] = { queues: {}, web: 0 };
-  if (isPlainObject(restarts)) {
-    if (isPlainObject(restarts['queues'])) for (const [k, v] of Object.entries(restarts['queues'])) if (typeof v === 'number') counts.queues[k] = v;
-    if (typeof restarts['web'] === 'number') counts.web = restarts['web'];
-  }
+  const [mgr, queues, restarts] = await Promise.all([probeMgr(gw), probeQueues(gw), gw.mgr.probe('restarts', '', PROBE_TIMEOUT_MS)]);
+  const counts: Scrape['restarts'] = restarts === undefined || isRefusal(restarts) ? { queues: {}, web: 0 } : restarts;
   return { mgr, queues: queues ?? [], restarts: counts };
 }
 

@@ -19,12 +19,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Router, type Request, type Response } from 'express';
 import { isOk } from '../../client/rpc.js';
+import { asRq, isRefusal } from '../../client/refusal.js';
 import { localTimestamp } from '../../lib/local-time.js';
 import { RQ_DIRS, createRefusal, linkRefusal, type CreatePolicy, type Resolved } from '../../domain/create-policy.js';
 import { RqError } from '../../domain/errors.js';
 import { isPlainObject } from '../../domain/message.js';
 import { normaliseQueueConfig } from '../../domain/queue-config.js';
 import { STATES, isState, type State } from '../../domain/states.js';
+import type { ListedMessage, MessageView } from '../../rpc/queue-api.js';
 import type { QueueLayout } from '../../store/layout.js';
 import { readLinkedConfig } from '../../store/config-files.js';
 import type { WebContext } from '../context.js';
@@ -132,15 +134,6 @@ function isSuccess(reply: unknown): boolean {
   return Array.isArray(reply) && reply[0] === 'success';
 }
 
-/** One row of the queue page's message list: what `messages` with an offset gives. */
-interface ListedMessage {
-  msg_id: string;
-  status: string;
-  due?: unknown;
-  dest?: unknown;
-  new_msg?: string;
-}
-
 export function queueRoutes(ctx: WebContext): Router {
   const { gw, config, respond } = ctx;
   const root = config.relativeRoot;
@@ -227,7 +220,7 @@ export function queueRoutes(ctx: WebContext): Router {
     if (!isPlainObject(queue)) throw webError('RQ_BAD_REQUEST', 'The form must send queue[name], queue[script] and queue[num_workers]');
     const refusal = createRefusalOf(queue);
     if (refusal !== undefined) throw webError('RQ_FORBIDDEN', refusal);
-    const reply = await gw.mgr('create_queue', queue);
+    const reply = (await gw.mgr.probe('create_queue', JSON.stringify(queue), 10_000)) ?? null;
     const text = formFlash(queue, reply);
     const name = typeof queue['name'] === 'string' ? queue['name'] : '';
     respond.redirect(req, res, rawQueuePath(root, name), isSuccess(reply) ? { notice: text } : { error: text });
@@ -250,7 +243,7 @@ export function queueRoutes(ctx: WebContext): Router {
     const refusal = linkRefusal(jsonPath, linked.file, createPolicy()) ?? (isPlainObject(linked.raw) ? createRefusalOf(linked.raw) : undefined);
     if (refusal !== undefined) throw webError('RQ_FORBIDDEN', refusal);
     // rq-mgr links the file read here (its real path), not what the path names by then.
-    const reply = await gw.mgr('create_queue_link', linked.file);
+    const reply = (await gw.mgr.probe('create_queue_link', linked.file, 10_000)) ?? null;
     const text = formFlash(queue, reply);
     const name = isPlainObject(linked.raw) ? linked.raw['name'] : undefined;
     respond.redirect(req, res, rawQueuePath(root, typeof name === 'string' ? name : String(name ?? '')), isSuccess(reply) ? { notice: text } : { error: text });
@@ -259,7 +252,7 @@ export function queueRoutes(ctx: WebContext): Router {
   r.post('/delete_queue', async (req: Request, res: Response) => {
     const name = param(req, 'queue_name');
     if (name === undefined || name === '') throw webError('RQ_BAD_REQUEST', 'The form must send queue_name');
-    const reply = await gw.mgr('delete_queue', name);
+    const reply = (await gw.mgr.probe('delete_queue', name, 10_000)) ?? null;
     const text = formFlash({ queue_name: name }, reply);
     respond.redirect(req, res, root, isOk(reply) ? { notice: text } : { error: text });
   });
@@ -274,8 +267,9 @@ export function queueRoutes(ctx: WebContext): Router {
     // RQ's JSON route: one queue, every match, no limit.
     const name = param(req, 'name') ?? '';
     gw.existing(name);
-    const reply = await gw.send(name, 'search', { query: queryParam(req), exact: params(req)['exact'] !== undefined }, { repeatable: true, timeoutMs: 60_000 });
-    res.json(searchMessages(reply));
+    const reply = await gw.queues.send(name, 'search', { query: queryParam(req), exact: params(req)['exact'] !== undefined }, { timeoutMs: 60_000 });
+    if (isRefusal(reply)) throw webError('RQ_BAD_REQUEST', `Search failed: ${dump(asRq(reply))}`);
+    res.json(reply[1].messages);
   });
 
   /** `query[<field>]=<text>` pairs; each value must be one string. */
@@ -285,11 +279,6 @@ export function queueRoutes(ctx: WebContext): Router {
       throw webError('RQ_BAD_REQUEST', 'query[<field>] must each be given once, as text');
     }
     return query as Record<string, string>;
-  }
-
-  function searchMessages(reply: unknown): Array<Record<string, unknown>> {
-    if (!isOk(reply) || !isPlainObject(reply[1])) throw webError('RQ_BAD_REQUEST', `Search failed: ${dump(reply)}`);
-    return reply[1]['messages'] as Array<Record<string, unknown>>;
   }
 
   /**
@@ -312,21 +301,21 @@ export function queueRoutes(ctx: WebContext): Router {
       states: state ? [state] : STATES,
       limit: SEARCH_LIMIT,
     };
-    const results: Array<{ queue: string; view: Record<string, unknown> }> = [];
+    const results: Array<{ queue: string; view: MessageView }> = [];
     let truncated = false;
     const failed: string[] = [];
     await Promise.all(
       (searched ? names : []).map(async (queue) => {
-        const reply = await gw.queue(queue, 'search', arg, 30_000);
-        if (!isOk(reply) || !isPlainObject(reply[1])) {
+        const reply = await gw.queues.probe(queue, 'search', arg, 30_000);
+        if (reply === undefined || isRefusal(reply)) {
           failed.push(queue);
           return;
         }
-        if (reply[1]['truncated'] === true) truncated = true;
-        for (const view of reply[1]['messages'] as Array<Record<string, unknown>>) results.push({ queue, view });
+        if (reply[1].truncated) truncated = true;
+        for (const view of reply[1].messages) results.push({ queue, view });
       }),
     );
-    results.sort((a, b) => String(b.view['msg_id']).localeCompare(String(a.view['msg_id'])));
+    results.sort((a, b) => b.view.msg_id.localeCompare(a.view.msg_id));
     if (results.length > SEARCH_LIMIT) truncated = true;
     await sendPage(res, 'search', {
       ...VIEW_HELPERS,
@@ -348,9 +337,9 @@ export function queueRoutes(ctx: WebContext): Router {
   r.get('/q/:name/done.json', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
     const limit = wholeParam(req, 'limit', 10, 0);
-    const reply = await gw.send(q.name, 'messages', { state: 'done', limit }, { repeatable: true });
-    if (!Array.isArray(reply)) throw webError('RQ_PROTOCOL', `Queue ${q.name} answered ${dump(reply)}`);
-    res.json(reply.map((m: { msg_id: string }) => m.msg_id));
+    const reply = await gw.queues.send(q.name, 'messages', { state: 'done', limit });
+    if (isRefusal(reply)) throw webError('RQ_PROTOCOL', `Queue ${q.name} answered ${dump(asRq(reply))}`);
+    res.json(reply.map((m) => m.msg_id));
   });
 
   r.get('/q/:name/config.json', async (req: Request, res: Response) => {
@@ -369,8 +358,8 @@ export function queueRoutes(ctx: WebContext): Router {
   r.get('/q/:name/config', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
     const queue = gw.routed(q.name);
-    const reply = await gw.send(queue, 'config', {}, { repeatable: true });
-    if (!isOk(reply)) throw webError('RQ_PROTOCOL', `Queue ${queue} answered ${dump(reply)}`);
+    const reply = await gw.queues.send(queue, 'config', {});
+    if (isRefusal(reply)) throw webError('RQ_PROTOCOL', `Queue ${queue} answered ${dump(asRq(reply))}`);
     res.json(reply[1]);
   });
 
@@ -384,15 +373,15 @@ export function queueRoutes(ctx: WebContext): Router {
       const got = present.length === 0 ? 'none' : present.join(', ');
       throw webError('RQ_BAD_REQUEST', `Couldn't  queue. Send exactly one of ${ADMIN_ACTIONS.map((a) => `${a}=1`).join(', ')}; got ${got}.`);
     }
-    const reply = await gw.sendMgr(`${action}_queue`, q.name);
-    if (!isOk(reply)) throw refused(`Couldn't ${action} queue.`, reply);
+    const reply = await gw.mgr.send(`${action}_queue`, q.name);
+    if (isRefusal(reply)) throw refused(`Couldn't ${action} queue.`, reply);
     respond.redirect(req, res, respond.back(req), { notice: `Successfully ${PAST[action]} queue ${q.name}` });
   });
 
   r.post('/q/:name/restart', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
-    const reply = await gw.sendMgr('restart_queue', q.name);
-    if (!isOk(reply)) throw refused("Couldn't restart queue.", reply);
+    const reply = await gw.mgr.send('restart_queue', q.name);
+    if (isRefusal(reply)) throw refused("Couldn't restart queue.", reply);
     respond.redirect(req, res, respond.back(req), { notice: `Successfully restarted queue ${q.name}` });
   });
 
@@ -428,8 +417,13 @@ export function queueRoutes(ctx: WebContext): Router {
       res.json({ status: 'DOWN' });
       return;
     }
-    const lists = await Promise.all(STATES.map((state) => gw.send(name, 'messages', { state }, { repeatable: true, timeoutMs: 60_000 })));
-    if (!lists.every(Array.isArray)) throw webError('RQ_PROTOCOL', `Queue ${name} answered ${dump(lists.find((l) => !Array.isArray(l)))}`);
+    const lists = await Promise.all(
+      STATES.map(async (state) => {
+        const reply = await gw.queues.send(name, 'messages', { state }, { timeoutMs: 60_000 });
+        if (isRefusal(reply)) throw webError('RQ_PROTOCOL', `Queue ${name} answered ${dump(asRq(reply))}`);
+        return reply;
+      }),
+    );
     const c = p.counts;
     res.json({
       status: p.status,
@@ -460,9 +454,9 @@ export function queueRoutes(ctx: WebContext): Router {
       const total = probe.counts[state];
       const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
       const page = Math.min(requested, pages);
-      const reply = await gw.queue(q.name, 'messages', { state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }, PROBE_TIMEOUT_MS * 5);
-      listing = Array.isArray(reply)
-        ? { state, page, pages, total, rows: reply as ListedMessage[] }
+      const reply = await gw.queues.probe(q.name, 'messages', { state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }, PROBE_TIMEOUT_MS * 5);
+      listing = reply !== undefined && !isRefusal(reply)
+        ? { state, page, pages, total, rows: reply }
         : { state, page, pages, total, rows: [], error: 'The queue did not list its messages; try again.' };
     }
     await sendPage(res, 'queue', {
