@@ -5,9 +5,9 @@
  * into an RQ_CONFIG error naming the field by its dotted path
  * (`protocols.cloudq.basicAuth.user`) and the value found there.
  *
- * A schema's message is the `want` of the refusal (`true or false`), except for a strict
- * object's message, which is said of a key the section does not have (`is not a Cloudq
- * key (known: …)`).
+ * A schema's message is the `want` of the refusal (`true or false`), except for an
+ * object's own message, which is said of a key the object does not have (`is not a
+ * Cloudq key (known: …)`); a key an object needs and lacks is said to be missing.
  */
 import * as v from 'valibot';
 import { RqError } from './errors.js';
@@ -17,17 +17,17 @@ import { isPlainObject } from './message.js';
 export interface ConfigProblem {
   /** The field's dotted path, e.g. `protocols.workq.strict`. */
   field: string;
-  /** The schema's message: what the field must be, or, for an unknown key, the whole complaint. */
+  /** What is wrong: the value (`message` says what it must be), the key (`message` says it all), or its absence. */
+  kind: 'value' | 'unknown key' | 'missing';
   message: string;
   /** The value found at `field`. */
   got: unknown;
-  /** Whether `field` is a key its object does not have. */
-  isUnknownKey: boolean;
 }
 
 /** config.json's wording: `Bad config file: "<field>" must be <want>, got <value as JSON>`. */
 export function badConfigFile(p: ConfigProblem): string {
-  if (p.isUnknownKey) return `Bad config file: "${p.field}" ${p.message}`;
+  if (p.kind === 'unknown key') return `Bad config file: "${p.field}" ${p.message}`;
+  if (p.kind === 'missing') return `Bad config file: "${p.field}" is missing`;
   return `Bad config file: "${p.field}" must be ${p.message}, got ${JSON.stringify(p.got)}`;
 }
 
@@ -45,9 +45,13 @@ export function parseConfigValue<S extends v.GenericSchema>(
   if (result.success) return result.output;
   const issue = result.issues[0];
   const keys = (issue.path ?? []).map((item) => (typeof item.key === 'string' || typeof item.key === 'number' ? String(item.key) : '?'));
-  const isUnknownKey = issue.type === 'strict_object' && issue.expected === 'never';
+  // An object schema's own issue about one of its keys: a key it does not have (expected
+  // `never`), or one it needs and lacks (expected `"<key>"`, input undefined).
+  const isObjectsOwn = issue.kind === 'schema' && /object$/.test(issue.type);
+  const kind =
+    isObjectsOwn && issue.expected === 'never' ? 'unknown key' : isObjectsOwn && issue.input === undefined && issue.expected?.startsWith('"') ? 'missing' : 'value';
   const field = [prefix, ...keys].filter((k) => k !== '').join('.');
-  throw new RqError('RQ_CONFIG', say({ field, message: issue.message, got: issue.input, isUnknownKey }));
+  throw new RqError('RQ_CONFIG', say({ field, kind, message: issue.message, got: issue.input }));
 }
 
 /**
@@ -56,4 +60,14 @@ export function parseConfigValue<S extends v.GenericSchema>(
  */
 export function plainObject<S extends v.GenericSchema<Record<string, unknown>, unknown>>(want: string, schema: S) {
   return v.pipe(v.custom<Record<string, unknown>>(isPlainObject, want), schema);
+}
+
+/** `true` or `false`; absent or null is `fallback`. */
+export function flag(fallback: boolean) {
+  return v.nullish(v.boolean('true or false'), fallback);
+}
+
+/** An integer from `min` to `max`, `want` naming what it counts. */
+export function integerIn(min: number, max: number, want: string) {
+  return v.pipe(v.number(want), v.integer(want), v.minValue(min, want), v.maxValue(max, want));
 }

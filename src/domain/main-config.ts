@@ -4,7 +4,7 @@
  * the rest. A key with the wrong shape is a clear RQ_CONFIG error naming the key.
  */
 import * as v from 'valibot';
-import { parseConfigValue, plainObject } from './config-check.js';
+import { integerIn, parseConfigValue, plainObject } from './config-check.js';
 import { RqError } from './errors.js';
 import { normaliseRelativeRoot, type HostInfo } from './ids.js';
 import { isPlainObject } from './message.js';
@@ -81,12 +81,22 @@ const SECTION = plainObject(
   'an object {"port": number, "addr"?: string, ...}',
   v.pipe(
     v.looseObject({
-      port: v.pipe(v.number('an integer 0..65535'), v.integer('an integer 0..65535'), v.minValue(0, 'an integer 0..65535'), v.maxValue(65535, 'an integer 0..65535')),
+      port: integerIn(0, 65535, 'an integer 0..65535'),
       addr: v.nullish(v.pipe(v.string('an address to listen on'), v.nonEmpty('an address to listen on')), '127.0.0.1'),
     }),
     v.transform((raw): ProtocolSection => ({ port: raw.port, addr: raw.addr, raw })),
   ),
 );
+
+/**
+ * The schema of a `protocols.<name>` section's own keys, `entries`, for its module; `port`
+ * and `addr` (checked here) may be there too, any other key is refused with the text
+ * `notAKey` makes of the list of the section's keys.
+ */
+export function protocolSection<E extends v.ObjectEntries>(entries: E, notAKey: (keys: string) => string) {
+  const all = { port: v.optional(v.unknown()), addr: v.optional(v.unknown()), ...entries };
+  return v.strictObject(all, notAKey(Object.keys(all).join(', ')));
+}
 
 /** The `protocols` key: sections named among PROTOCOL_NAMES only; absent or null is none. */
 const PROTOCOLS = v.nullish(

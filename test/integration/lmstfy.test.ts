@@ -12,7 +12,7 @@ import path from 'node:path';
 import { decodeTime, isValid as isUlid } from 'ulid';
 import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
-import { parseLmstfySection } from '../../src/protocols/lmstfy.js';
+import { parseLmstfySection } from '../../src/protocols/lmstfy-config.js';
 import { waitFor, type TestRoot } from '../helpers/install.js';
 import { sharedProtocols, startProtocols } from '../helpers/protocols.js';
 import { rawRequest } from '../helpers/web.js';
