@@ -32,6 +32,14 @@ export function badConfigFile(p: ConfigProblem): string {
 }
 
 /**
+ * A queue config's wording: `<file>: expected "<field>" to be <want>, got <value as JSON>`,
+ * and `<file>: unknown key "<field>" <message>`.
+ */
+export function inQueueConfig(file: string): (p: ConfigProblem) => string {
+  return (p) => (p.kind === 'value' ? `${file}: expected "${p.field}" to be ${p.message}, got ${JSON.stringify(p.got)}` : `${file}: unknown key "${p.field}" ${p.message}`);
+}
+
+/**
  * `value` (the field `prefix`, '' for a whole file) checked and shaped by `schema`; an
  * RQ_CONFIG error worded by `say` names the first field that does not fit.
  */

@@ -4,7 +4,7 @@
  * the file except a reload (SIGHUP).
  */
 import * as v from 'valibot';
-import { parseConfigValue } from './config-check.js';
+import { inQueueConfig, parseConfigValue } from './config-check.js';
 import { RqError } from './errors.js';
 import { PARAM_KEYS, isPlainObject } from './message.js';
 import { checkCleaner, normaliseCleaner, serialisedCleaner, type CleanerConfig } from './retention.js';
@@ -103,7 +103,7 @@ export function parseQueueConfig(text: string, path: string): QueueConfig {
     throw new RqError('RQ_CONFIG', `could not read queue config [ ${path} ]: ${(cause as Error).message}`, { cause });
   }
   if (!isPlainObject(raw)) throw new RqError('RQ_CONFIG', `could not read queue config [ ${path} ]: not a JSON object`);
-  parseConfigValue(TIMEOUT, raw['timeout'], 'timeout', (p) => `${path}: expected "${p.field}" to be ${p.message}, got ${JSON.stringify(p.got)}`);
+  parseConfigValue(TIMEOUT, raw['timeout'], 'timeout', inQueueConfig(path));
   checkCleaner(raw['cleaner'], path);
   return normaliseQueueConfig(raw);
 }
