@@ -3,6 +3,8 @@
  * `port` and `relative_root` from it once, at start-up; rq-mgr and the web process read
  * the rest. A key with the wrong shape is a clear RQ_CONFIG error naming the key.
  */
+import * as v from 'valibot';
+import { integerIn, parseConfigValue, plainObject } from './config-check.js';
 import { RqError } from './errors.js';
 import { normaliseRelativeRoot, type HostInfo } from './ids.js';
 import { isPlainObject } from './message.js';
@@ -58,41 +60,56 @@ export interface ProtocolSection {
   raw: Record<string, unknown>;
 }
 
-function badKey(key: string, want: string, got: unknown): RqError {
-  return new RqError('RQ_CONFIG', `Bad config file: "${key}" must be ${want}, got ${JSON.stringify(got)}`);
+const PROTOCOLS_WANT = `an object with keys among ${PROTOCOL_NAMES.join(', ')}`;
+
+/** A list of strings; absent or null is `fallback`. */
+const strings = (fallback: string[]) => v.nullish(v.array(v.string('a string'), 'an array of strings'), () => [...fallback]);
+
+/** `basic_auth`: a realm (else `rq`) and the users' passwords; absent or null is none. */
+const BASIC_AUTH = v.nullish(
+  plainObject(
+    'an object {"realm": string, "users": {user: password}}',
+    v.object({
+      realm: v.fallback(v.string(), 'rq'),
+      users: plainObject('an object {user: password}', v.record(v.string(), v.string('a password (a string)'))),
+    }),
+  ),
+);
+
+/** A `protocols.<name>` section: its port and address, and all its keys in `raw` (the protocol's module checks its own). */
+const SECTION = plainObject(
+  'an object {"port": number, "addr"?: string, ...}',
+  v.pipe(
+    v.looseObject({
+      port: integerIn(0, 65535, 'an integer 0..65535'),
+      addr: v.nullish(v.pipe(v.string('an address to listen on'), v.nonEmpty('an address to listen on')), '127.0.0.1'),
+    }),
+    v.transform((raw): ProtocolSection => ({ port: raw.port, addr: raw.addr, raw })),
+  ),
+);
+
+/**
+ * The schema of a `protocols.<name>` section's own keys, `entries`, for its module; `port`
+ * and `addr` (checked here) may be there too, any other key is refused with the text
+ * `notAKey` makes of the list of the section's keys.
+ */
+export function protocolSection<E extends v.ObjectEntries>(entries: E, notAKey: (keys: string) => string) {
+  const all = { port: v.optional(v.unknown()), addr: v.optional(v.unknown()), ...entries };
+  return v.strictObject(all, notAKey(Object.keys(all).join(', ')));
 }
 
-function parseBasicAuth(v: unknown): BasicAuth | undefined {
-  if (v === undefined || v === null) return undefined;
-  const want = 'an object {"realm": string, "users": {user: password}}';
-  if (!isPlainObject(v) || !isPlainObject(v['users'])) throw badKey('basic_auth', want, v);
-  const users = v['users'];
-  if (!Object.values(users).every((p) => typeof p === 'string')) throw badKey('basic_auth', want, v);
-  return { realm: typeof v['realm'] === 'string' ? v['realm'] : 'rq', users: users as Record<string, string> };
-}
-
-function parseStrings(key: string, v: unknown, fallback: string[]): string[] {
-  if (v === undefined || v === null) return fallback;
-  if (!Array.isArray(v) || !v.every((s) => typeof s === 'string')) throw badKey(key, 'an array of strings', v);
-  return v as string[];
-}
-
-function parseProtocols(v: unknown): Partial<Record<ProtocolName, ProtocolSection>> {
-  if (v === undefined || v === null) return {};
-  if (!isPlainObject(v)) throw badKey('protocols', `an object with keys among ${PROTOCOL_NAMES.join(', ')}`, v);
-  const out: Partial<Record<ProtocolName, ProtocolSection>> = {};
-  for (const [name, section] of Object.entries(v)) {
-    if (!(PROTOCOL_NAMES as readonly string[]).includes(name)) throw badKey('protocols', `an object with keys among ${PROTOCOL_NAMES.join(', ')}`, v);
-    const key = `protocols.${name}`;
-    if (!isPlainObject(section)) throw badKey(key, 'an object {"port": number, "addr"?: string, ...}', section);
-    const port = section['port'];
-    if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) throw badKey(`${key}.port`, 'an integer 0..65535', port);
-    const addr = section['addr'] ?? '127.0.0.1';
-    if (typeof addr !== 'string' || addr === '') throw badKey(`${key}.addr`, 'an address to listen on', addr);
-    out[name as ProtocolName] = { port, addr, raw: section };
-  }
-  return out;
-}
+/** The `protocols` key: sections named among PROTOCOL_NAMES only; absent or null is none. */
+const PROTOCOLS = v.nullish(
+  plainObject(
+    PROTOCOLS_WANT,
+    v.pipe(
+      v.record(v.string(), v.unknown()),
+      v.check((sections) => Object.keys(sections).every((name) => (PROTOCOL_NAMES as readonly string[]).includes(name)), PROTOCOLS_WANT),
+      v.record(v.string(), SECTION),
+    ),
+  ),
+  {},
+);
 
 /** The unspecified addresses (listen on every interface), as `addr` may give them. */
 const UNSPECIFIED = new Set(['0.0.0.0', '::', '[::]']);
@@ -126,13 +143,13 @@ export function parseMainConfig(text: string): MainConfig {
     addr: str(raw['addr']) ?? '127.0.0.1',
     tmpdir: str(raw['tmpdir']),
     allowNewQueue: raw['allow_new_queue'] === true,
-    basicAuth: parseBasicAuth(raw['basic_auth']),
-    allowedIps: raw['allowed_ips'] === undefined || raw['allowed_ips'] === null ? undefined : parseStrings('allowed_ips', raw['allowed_ips'], []),
-    allowedHosts: parseStrings('allowed_hosts', raw['allowed_hosts'], []),
-    scriptDirs: parseStrings('script_dirs', raw['script_dirs'], []),
-    execPrefixes: parseStrings('exec_prefixes', raw['exec_prefixes'], ['', 'bash -lc']),
-    webEnvVars: parseStrings('web_env_vars', raw['web_env_vars'], ['RQ*']),
-    protocols: parseProtocols(raw['protocols']),
+    basicAuth: parseConfigValue(BASIC_AUTH, raw['basic_auth'], 'basic_auth') ?? undefined,
+    allowedIps: raw['allowed_ips'] === undefined || raw['allowed_ips'] === null ? undefined : parseConfigValue(strings([]), raw['allowed_ips'], 'allowed_ips'),
+    allowedHosts: parseConfigValue(strings([]), raw['allowed_hosts'], 'allowed_hosts'),
+    scriptDirs: parseConfigValue(strings([]), raw['script_dirs'], 'script_dirs'),
+    execPrefixes: parseConfigValue(strings(['', 'bash -lc']), raw['exec_prefixes'], 'exec_prefixes'),
+    webEnvVars: parseConfigValue(strings(['RQ*']), raw['web_env_vars'], 'web_env_vars'),
+    protocols: parseConfigValue(PROTOCOLS, raw['protocols'], 'protocols'),
     raw,
   };
 }

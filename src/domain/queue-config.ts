@@ -3,6 +3,8 @@
  * configs given by link. The normalised value is frozen and passed down; nothing re-reads
  * the file except a reload (SIGHUP).
  */
+import * as v from 'valibot';
+import { inQueueConfig, parseConfigValue } from './config-check.js';
 import { RqError } from './errors.js';
 import { PARAM_KEYS, isPlainObject } from './message.js';
 import { checkCleaner, normaliseCleaner, serialisedCleaner, type CleanerConfig } from './retention.js';
@@ -43,7 +45,15 @@ export interface QueueConfig {
   cleaner: CleanerConfig;
 }
 
+/** The checked `timeout`: seconds above 0, or absent or null for none. */
+const TIMEOUT = v.nullish(v.pipe(v.number('a positive number of seconds'), v.gtValue(0, 'a positive number of seconds')));
+
 const TRUTHY = new Set<unknown>([true, 'true', 'yes', '1', 1]);
+
+/** Any JSON value as text, as RQ's load leaves it (nothing checks these keys at load): an object becomes "[object Object]". */
+function asText(value: unknown): string {
+  return String(value);
+}
 
 function paramList(value: unknown): number[] {
   return Array.isArray(value) ? value.map(rubyToI) : [];
@@ -62,7 +72,7 @@ export function normaliseQueueConfig(raw: Record<string, unknown>): QueueConfig 
     // the next load (§1.5 [Q]). Both forms are read here; top-level wins.
     const nested = isPlainObject(entry['params']) ? entry['params'] : {};
     const params = Object.fromEntries(PARAM_KEYS.map((k) => [k, entry[k] ?? nested[k] ?? null])) as ScheduleEntry['params'];
-    const missed = entry['missed'] === undefined ? 'skip' : String(entry['missed']);
+    const missed = entry['missed'] === undefined ? 'skip' : asText(entry['missed']);
     schedule.push({ cron: entry['cron'], params, missed });
   }
   const envVars: Record<string, string> = {};
@@ -71,8 +81,8 @@ export function normaliseQueueConfig(raw: Record<string, unknown>): QueueConfig 
   }
   const timeout = raw['timeout'];
   return Object.freeze({
-    name: typeof raw['name'] === 'string' ? raw['name'] : String(raw['name'] ?? ''),
-    script: typeof raw['script'] === 'string' ? raw['script'] : String(raw['script'] ?? ''),
+    name: asText(raw['name'] ?? ''),
+    script: asText(raw['script'] ?? ''),
     num_workers: rubyToI(raw['num_workers']),
     exec_prefix: typeof raw['exec_prefix'] === 'string' ? raw['exec_prefix'] : null,
     env_vars: envVars,
@@ -93,10 +103,7 @@ export function parseQueueConfig(text: string, path: string): QueueConfig {
     throw new RqError('RQ_CONFIG', `could not read queue config [ ${path} ]: ${(cause as Error).message}`, { cause });
   }
   if (!isPlainObject(raw)) throw new RqError('RQ_CONFIG', `could not read queue config [ ${path} ]: not a JSON object`);
-  const timeout = raw['timeout'];
-  if (timeout !== undefined && timeout !== null && !(typeof timeout === 'number' && timeout > 0)) {
-    throw new RqError('RQ_CONFIG', `${path}: expected "timeout" to be a positive number of seconds, got ${JSON.stringify(timeout)}`);
-  }
+  parseConfigValue(TIMEOUT, raw['timeout'], 'timeout', inQueueConfig(path));
   checkCleaner(raw['cleaner'], path);
   return normaliseQueueConfig(raw);
 }

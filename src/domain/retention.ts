@@ -28,8 +28,9 @@
  * run of the oldest messages, so together they remove the longest of the three runs,
  * and the walk stops at the first message no limit wants.
  */
+import * as v from 'valibot';
+import { inQueueConfig, parseConfigValue, plainObject } from './config-check.js';
 import { RqError } from './errors.js';
-import { isPlainObject } from './message.js';
 
 /** The states a clean removes messages from. */
 export const CLEANED_STATES = ['done', 'relayed', 'err'] as const;
@@ -87,53 +88,48 @@ const EXPECTED: Record<(typeof LIMIT_KEYS)[number], string> = {
   max_bytes: 'a whole number of bytes >= 0, or null for no size limit',
 };
 
-/** Reports a bad field (what was expected, what arrived); the strict reader throws, the lenient one returns and the default stays. */
-type OnBad = (problem: string) => void;
-
-function checkKeys(raw: Record<string, unknown>, prefix: string, keys: readonly string[], onBad: OnBad): void {
-  for (const key of Object.keys(raw)) {
-    if (!keys.includes(key)) onBad(`unknown key "${prefix}${key}" (the keys are ${keys.join(', ')})`);
-  }
+/** A limit's value: days any number >= 0, count and bytes whole numbers >= 0, or null. */
+function limitSchema(key: (typeof LIMIT_KEYS)[number]) {
+  const want = EXPECTED[key];
+  const whole = key === 'max_age_days' ? v.finite(want) : v.integer(want);
+  return v.nullable(v.pipe(v.number(want), whole, v.minValue(0, want)));
 }
 
-function readLimits(raw: Record<string, unknown>, defaults: RetentionLimits, prefix: string, onBad: OnBad): RetentionLimits {
-  const out: RetentionLimits = { max_age_days: defaults.max_age_days, max_count: defaults.max_count, max_bytes: defaults.max_bytes };
-  for (const key of LIMIT_KEYS) {
-    const value = raw[key];
-    if (value === undefined) continue;
-    if (isLimitValue(key, value)) out[key] = value;
-    else onBad(`expected "${prefix}${key}" to be ${EXPECTED[key]}, got ${JSON.stringify(value)}`);
-  }
-  return Object.freeze(out);
-}
-
-function readCleaner(value: unknown, onBad: OnBad): CleanerConfig {
-  if (value === undefined || value === null) return CLEANER_DEFAULTS;
-  if (!isPlainObject(value)) {
-    onBad(`expected "cleaner" to be an object such as {"max_age_days": 2}, got ${JSON.stringify(value)}`);
-    return CLEANER_DEFAULTS;
-  }
-  checkKeys(value, 'cleaner.', [...LIMIT_KEYS, 'err'], onBad);
-  const errRaw = value['err'] ?? {};
-  if (!isPlainObject(errRaw)) onBad(`expected "cleaner.err" to be an object such as {"max_age_days": 30}, got ${JSON.stringify(errRaw)}`);
-  const errObject = isPlainObject(errRaw) ? errRaw : {};
-  checkKeys(errObject, 'cleaner.err.', LIMIT_KEYS, onBad);
-  return Object.freeze({
-    ...readLimits(value, CLEANER_DEFAULTS, 'cleaner.', onBad),
-    err: readLimits(errObject, CLEANER_DEFAULTS.err, 'cleaner.err.', onBad),
+/**
+ * The `cleaner` key's schema. Strict, it refuses the first bad field (and an unknown key);
+ * lenient (what every load does), a bad field takes its default and unknown keys are left.
+ */
+function cleanerSchema(lenient: boolean) {
+  const limits = (defaults: RetentionLimits) => {
+    const limit = (key: (typeof LIMIT_KEYS)[number]) =>
+      lenient ? v.fallback(v.optional(limitSchema(key), defaults[key]), defaults[key]) : v.optional(limitSchema(key), defaults[key]);
+    return { max_age_days: limit('max_age_days'), max_count: limit('max_count'), max_bytes: limit('max_bytes') };
+  };
+  const object = <E extends v.ObjectEntries>(want: string, entries: E) =>
+    plainObject(want, lenient ? v.object(entries) : v.strictObject(entries, `(the keys are ${Object.keys(entries).join(', ')})`));
+  const errLimits = object('an object such as {"max_age_days": 30}', limits(CLEANER_DEFAULTS.err));
+  const cleaner = object('an object such as {"max_age_days": 2}', {
+    ...limits(CLEANER_DEFAULTS),
+    err: lenient ? v.fallback(v.optional(errLimits, {}), CLEANER_DEFAULTS.err) : v.nullish(errLimits, {}),
   });
+  return v.pipe(
+    cleaner,
+    v.transform(({ err, ...ours }): CleanerConfig => Object.freeze({ ...ours, err: Object.freeze({ ...err }) })),
+  );
 }
+
+const LENIENT = v.fallback(cleanerSchema(true), CLEANER_DEFAULTS);
+/** Absent or null: the defaults. */
+const STRICT = v.nullish(cleanerSchema(false));
 
 /** The `cleaner` key normalised as every load does: anything invalid takes its default. */
 export function normaliseCleaner(value: unknown): CleanerConfig {
-  return readCleaner(value, () => undefined);
+  return v.parse(LENIENT, value);
 }
 
 /** The `cleaner` key validated: an RQ_CONFIG error names the file and the field. */
 export function checkCleaner(value: unknown, file: string): CleanerConfig {
-  return readCleaner(value, (problem) => {
-    throw new RqError('RQ_CONFIG', `${file}: ${problem}`);
-  });
+  return parseConfigValue(STRICT, value, 'cleaner', inQueueConfig(file)) ?? CLEANER_DEFAULTS;
 }
 
 /** The `cleaner` key to write in a config.json, or undefined when it is the default. */

@@ -31,7 +31,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import { errnoCode } from '../domain/errors.js';
-import type { RootLayout } from '../store/layout.js';
+
+/** The paths of an install root that a lock needs (a RootLayout, store/layout.ts, has them). */
+interface LockRoot {
+  root: string;
+  lockKeyFile: string;
+}
 
 /** What a lock protects: rq-mgr of the root, its web process's ports, or one queue. */
 export type LockScope = 'rq-mgr' | 'web' | `queue ${string}`;
@@ -58,7 +63,7 @@ const ASK_TIMEOUT_MS = 1_000;
  * `onWait` is told once per holder waited for; when it says no, the holder is returned.
  */
 export async function takeLock(
-  root: RootLayout,
+  root: LockRoot,
   scope: LockScope,
   o: { waitWhile?: (holder: LockHolder) => boolean; onWait?: (holder: LockHolder) => void } = {},
 ): Promise<{ lock: ProcessLock } | { holder: LockHolder }> {
@@ -80,7 +85,7 @@ export async function takeLock(
 }
 
 /** Who holds the lock `scope` of the install root, or undefined when no process does. */
-export async function lockHolder(root: RootLayout, scope: LockScope): Promise<LockHolder | undefined> {
+export async function lockHolder(root: LockRoot, scope: LockScope): Promise<LockHolder | undefined> {
   const address = lockAddress(root, scope, false);
   return address === undefined ? undefined : ask(address);
 }
@@ -94,7 +99,7 @@ export function holderName(holder: LockHolder): string {
  * The abstract socket name of a lock. Without a key there can be no holder: with
  * `create` false that is undefined, with `create` true the key is made.
  */
-function lockAddress(root: RootLayout, scope: LockScope, create: boolean): string | undefined {
+function lockAddress(root: LockRoot, scope: LockScope, create: boolean): string | undefined {
   const key = lockKey(root.lockKeyFile, create);
   if (key === undefined) return undefined;
   const st = fs.statSync(root.root);

@@ -50,9 +50,11 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import qs from 'qs';
+import * as v from 'valibot';
 import { RESTART_RETRY_AFTER_S } from '../client/call.js';
+import { flag, integerIn, parseConfigValue, plainObject } from '../domain/config-check.js';
 import { RqError, explain, type ErrorCode } from '../domain/errors.js';
-import { browserHostNames } from '../domain/main-config.js';
+import { browserHostNames, protocolSection } from '../domain/main-config.js';
 import { MAX_JSON_DEPTH, isTooDeep } from '../domain/json-depth.js';
 import { isPlainObject } from '../domain/message.js';
 import { isProtocolQueueName } from '../domain/names.js';
@@ -77,7 +79,6 @@ export interface CloudqConfig {
   queues: RegExp[];
 }
 
-const KEYS = ['port', 'addr', 'flatReserve', 'reserveTimeoutMs', 'waitMs', 'basicAuth', 'queues'] as const;
 /** The longest TTR a Node timer can hold. */
 const MAX_RESERVE_TIMEOUT_MS = 2_147_483_647;
 /** A GET held longer than an hour is a client or proxy problem, not a long poll. */
@@ -97,43 +98,39 @@ const CLOUDQ_NAME = /^[A-Za-z0-9_.-]{1,255}$/;
 const QS_OPTIONS = { depth: 20, arrayLimit: 10_000, parameterLimit: 100_000 } as const;
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-function badKey(key: string, want: string, got: unknown): RqError {
-  return new RqError('RQ_CONFIG', `Bad config file: "protocols.cloudq.${key}" must be ${want}, got ${JSON.stringify(got)}`);
-}
+/** A whole number of milliseconds from 0 to `max`; absent is 0. */
+const millis = (max: number) => v.optional(integerIn(0, max, `an integer number of milliseconds 0..${max}`), 0);
 
-function intIn(raw: Record<string, unknown>, key: string, max: number): number {
-  const v = raw[key];
-  if (v === undefined) return 0;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > max) throw badKey(key, `an integer number of milliseconds 0..${max}`, v);
-  return v;
-}
+const USER_WANT = 'a non-empty string without ":"';
+const PASSWORDS_WANT = 'an array of one or two non-empty strings';
+
+/** The section's own keys (`queues` is door-access.ts's). */
+const SECTION = protocolSection(
+  {
+    flatReserve: flag(false),
+    reserveTimeoutMs: millis(MAX_RESERVE_TIMEOUT_MS),
+    waitMs: millis(MAX_WAIT_MS),
+    basicAuth: v.nullish(
+      plainObject(
+        'an object {"user": string without ":", "passwords": [one or two non-empty strings]}',
+        v.object({
+          user: v.pipe(v.string(USER_WANT), v.nonEmpty(USER_WANT), v.excludes(':', USER_WANT)),
+          passwords: v.custom<string[]>(
+            (list) => Array.isArray(list) && list.length >= 1 && list.length <= 2 && list.every((p) => typeof p === 'string' && p !== ''),
+            PASSWORDS_WANT,
+          ),
+        }),
+      ),
+    ),
+    queues: v.optional(v.unknown()),
+  },
+  (keys) => `is not a Cloudq key (known: ${keys})`,
+);
 
 /** Check the section's own keys; an unknown key is refused too (a misspelt option would silently be off). */
 export function parseCloudqConfig(raw: Record<string, unknown>): CloudqConfig {
-  for (const key of Object.keys(raw)) {
-    if (!(KEYS as readonly string[]).includes(key)) throw new RqError('RQ_CONFIG', `Bad config file: "protocols.cloudq.${key}" is not a Cloudq key (known: ${KEYS.join(', ')})`);
-  }
-  const flat = raw['flatReserve'] ?? false;
-  if (typeof flat !== 'boolean') throw badKey('flatReserve', 'true or false', flat);
-  let basicAuth: CloudqConfig['basicAuth'];
-  const auth = raw['basicAuth'];
-  if (auth !== undefined && auth !== null) {
-    const want = 'an object {"user": string without ":", "passwords": [one or two non-empty strings]}';
-    if (!isPlainObject(auth)) throw badKey('basicAuth', want, auth);
-    const { user, passwords } = auth;
-    if (typeof user !== 'string' || user === '' || user.includes(':')) throw badKey('basicAuth.user', 'a non-empty string without ":"', user);
-    if (!Array.isArray(passwords) || passwords.length < 1 || passwords.length > 2 || !passwords.every((p) => typeof p === 'string' && p !== '')) {
-      throw badKey('basicAuth.passwords', 'an array of one or two non-empty strings', passwords);
-    }
-    basicAuth = { user, passwords: passwords as string[] };
-  }
-  return {
-    flatReserve: flat,
-    reserveTimeoutMs: intIn(raw, 'reserveTimeoutMs', MAX_RESERVE_TIMEOUT_MS),
-    waitMs: intIn(raw, 'waitMs', MAX_WAIT_MS),
-    basicAuth,
-    queues: parseQueuePatterns('cloudq', raw['queues']),
-  };
+  const { flatReserve, reserveTimeoutMs, waitMs, basicAuth, queues } = parseConfigValue(SECTION, raw, 'protocols.cloudq');
+  return { flatReserve, reserveTimeoutMs, waitMs, basicAuth: basicAuth ?? undefined, queues: parseQueuePatterns('cloudq', queues) };
 }
 
 /** A reply: status, JSON body, extra headers. */

@@ -20,10 +20,12 @@
  *   no protected queue. Queues in no protected namespace are open to every door, whatever
  *   the patterns say.
  */
+import * as v from 'valibot';
+import { parseConfigValue } from '../domain/config-check.js';
 import type { MainConfig } from '../domain/main-config.js';
 import { RqError } from '../domain/errors.js';
 import type { RootLayout } from '../store/layout.js';
-import { parseLmstfySection, type LmstfyConfig } from './lmstfy.js';
+import { parseLmstfySection, type LmstfyConfig } from './lmstfy-config.js';
 import { TokenTable } from './lmstfy-tokens.js';
 
 /** A pattern's characters: those of a protocol queue name (names.ts), and `*`. */
@@ -68,16 +70,20 @@ export class Namespaces {
 /** Whether a door may touch a queue, by its name. */
 export type QueueAccess = (queue: string) => boolean;
 
+const PATTERNS_WANT = 'an array of queue name patterns (1 to 255 of A-Z a-z 0-9 _ . $ ( ) + -, and * for any run of characters)';
+
+/** A door's `queues` key: patterns, as matchers; absent is none. */
+const QUEUE_PATTERNS = v.optional(
+  v.pipe(
+    v.custom<string[]>((value) => Array.isArray(value) && value.every((p) => typeof p === 'string' && PATTERN.test(p)), PATTERNS_WANT),
+    v.transform((patterns) => patterns.map((p) => new RegExp(`^${p.split('*').map(escapeRegExp).join('.*')}$`))),
+  ),
+  [],
+);
+
 /** A door's `queues` key as matchers; a bad value is an RQ_CONFIG error naming the key. */
 export function parseQueuePatterns(door: string, value: unknown): RegExp[] {
-  if (value === undefined) return [];
-  if (!Array.isArray(value) || !value.every((p) => typeof p === 'string' && PATTERN.test(p))) {
-    throw new RqError(
-      'RQ_CONFIG',
-      `Bad config file: "protocols.${door}.queues" must be an array of queue name patterns (1 to 255 of A-Z a-z 0-9 _ . $ ( ) + -, and * for any run of characters), got ${JSON.stringify(value)}`,
-    );
-  }
-  return (value as string[]).map((p) => new RegExp(`^${p.split('*').map(escapeRegExp).join('.*')}$`));
+  return parseConfigValue(QUEUE_PATTERNS, value, `protocols.${door}.queues`);
 }
 
 /** The door's access: a queue in no protected namespace, or one a pattern matches. */

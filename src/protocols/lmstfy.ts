@@ -36,7 +36,6 @@ import { ulid } from 'ulid';
 import { restartHeaders } from '../client/call.js';
 import { explain, RqError } from '../domain/errors.js';
 import { browserHostNames } from '../domain/main-config.js';
-import { isPlainObject } from '../domain/message.js';
 import { isProtocolQueueName, MAX_QUEUE_NAME } from '../domain/names.js';
 import { abortableSleep } from '../lib/abortable-sleep.js';
 import { browserRefusal, createHttpServer } from '../lib/http-listener.js';
@@ -66,18 +65,8 @@ import { DEFAULT_POOL, splitPool, type TokenTable } from './lmstfy-tokens.js';
 import { readBody } from './http-body.js';
 import type { PullClient, PulledJob } from './pull-client.js';
 import type { ProtocolContext } from './context.js';
+import type { LmstfyConfig } from './lmstfy-config.js';
 
-/** The section's keys, checked once at start. */
-export interface LmstfyConfig {
-  /** Check tokens (§2 step 3). */
-  auth: boolean;
-  /** config.json's tokens: namespace → tokens (without their `default:` pool). */
-  preset: Map<string, Set<string>>;
-  /** Basic auth users of the admin routes, or undefined for none. */
-  accounts: Record<string, string> | undefined;
-}
-
-const SECTION_KEYS = new Set(['port', 'addr', 'tokens', 'auth', 'accounts']);
 
 /** A bulk body may hold 64 jobs of 65,535 bytes, plus room for separators and white space. */
 const BULK_BODY_BYTES = 8 * 1024 * 1024;
@@ -94,40 +83,6 @@ const MAX_RESPAWN_TTL_S = LIMITS.uint32;
 
 const NOT_FOUND = fail(404, 'api not found');
 const ADMIN_OFF = fail(403, 'the token routes are off: set "accounts" in protocols.lmstfy to use them (or "auth": false, for development only)');
-
-/** Check the section's own keys; a bad one is an RQ_CONFIG error naming it. */
-export function parseLmstfySection(raw: Record<string, unknown>): LmstfyConfig {
-  const bad = (key: string, want: string, got: unknown): RqError =>
-    new RqError('RQ_CONFIG', `Bad config file: "protocols.lmstfy.${key}" must be ${want}, got ${JSON.stringify(got)}`);
-  for (const key of Object.keys(raw)) {
-    if (!SECTION_KEYS.has(key)) {
-      throw new RqError('RQ_CONFIG', `Bad config file: "protocols.lmstfy.${key}" is not a key of this section (its keys: ${[...SECTION_KEYS].join(', ')})`);
-    }
-  }
-  const auth = raw['auth'] ?? true;
-  if (typeof auth !== 'boolean') throw bad('auth', 'true or false', auth);
-
-  const preset = new Map<string, Set<string>>();
-  const tokens = raw['tokens'] ?? {};
-  if (!isPlainObject(tokens)) throw bad('tokens', 'an object {"<namespace>": ["<token>", ...]}', tokens);
-  for (const [ns, list] of Object.entries(tokens)) {
-    if (!isNamespace(ns)) throw bad(`tokens`, 'keyed by namespaces of 1..255 characters among A-Z a-z 0-9 _ -', ns);
-    if (!Array.isArray(list)) throw bad(`tokens.${ns}`, 'an array of tokens', list);
-    const set = new Set<string>();
-    for (const t of list) {
-      const split = typeof t === 'string' ? splitPool(t) : undefined;
-      if (!split || split.token === '' || split.pool !== DEFAULT_POOL) throw bad(`tokens.${ns}`, `an array of non-empty tokens, in the pool "${DEFAULT_POOL}" if one is named`, t);
-      set.add(split.token);
-    }
-    preset.set(ns, set);
-  }
-
-  const accounts = raw['accounts'];
-  if (accounts !== undefined && (!isPlainObject(accounts) || !Object.values(accounts).every((p) => typeof p === 'string'))) {
-    throw bad('accounts', 'an object {"<user>": "<password>"}', accounts);
-  }
-  return { auth, preset, accounts: accounts as Record<string, string> | undefined };
-}
 
 export function lmstfyServer(ctx: ProtocolContext): http.Server {
   const { config, tokens } = ctx.namespaces.lmstfy();

@@ -35,8 +35,10 @@
  */
 import { createHash } from 'node:crypto';
 import http from 'node:http';
+import * as v from 'valibot';
+import { parseConfigValue } from '../domain/config-check.js';
 import { RqError, explain, type ErrorCode } from '../domain/errors.js';
-import { browserHostNames } from '../domain/main-config.js';
+import { browserHostNames, protocolSection } from '../domain/main-config.js';
 import { isProtocolQueueName } from '../domain/names.js';
 import { bodyBudget } from '../lib/body-budget.js';
 import { browserRefusal, createHttpServer } from '../lib/http-listener.js';
@@ -409,14 +411,12 @@ async function serve(ctx: RqmsDoor, req: http.IncomingMessage, res: http.ServerR
   }
 }
 
+/** The section's own key: `queues` (door-access.ts's). */
+const SECTION = protocolSection({ queues: v.optional(v.unknown()) }, () => 'is not a key of the rqms front door (it has "port", "addr" and "queues")');
+
 /** The section's own keys: `queues` besides `port` and `addr` (main-config.ts reads those); returns the patterns. */
 export function parseRqmsSection(raw: Record<string, unknown>): RegExp[] {
-  for (const key of Object.keys(raw)) {
-    if (key !== 'port' && key !== 'addr' && key !== 'queues') {
-      throw new RqError('RQ_CONFIG', `Bad config file: "protocols.rqms.${key}" is not a key of the rqms front door (it has "port", "addr" and "queues")`);
-    }
-  }
-  return parseQueuePatterns('rqms', raw['queues']);
+  return parseQueuePatterns('rqms', parseConfigValue(SECTION, raw, 'protocols.rqms').queues);
 }
 
 export function rqmsServer(base: ProtocolContext): http.Server {

@@ -42,7 +42,10 @@ import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import * as v from 'valibot';
+import { flag, parseConfigValue } from '../domain/config-check.js';
 import { RqError, coerceError, type ErrorCode } from '../domain/errors.js';
+import { protocolSection } from '../domain/main-config.js';
 import { abortableSleep } from '../lib/abortable-sleep.js';
 import { queueDirNames } from '../store/layout.js';
 import { doorAccess, parseQueuePatterns } from './door-access.js';
@@ -65,7 +68,6 @@ import {
   type WorkqRequest,
 } from './workq-wire.js';
 
-const KEYS = ['port', 'addr', 'strict', 'strictUuidV4', 'strictTtlCap', 'queues'] as const;
 /** Add and run jobs sort before every scheduled job of their priority (§7). */
 const UNSCHEDULED_RANK = Number.MIN_SAFE_INTEGER;
 /** Expiry instants past year 9999 are "never" (§4). */
@@ -125,18 +127,16 @@ export interface WorkqConfig extends WireOptions {
   queues: RegExp[];
 }
 
+/** The section's own keys (`queues` is door-access.ts's). */
+const SECTION = protocolSection(
+  { strict: flag(false), strictUuidV4: flag(false), strictTtlCap: flag(false), queues: v.optional(v.unknown()) },
+  (keys) => `is not a Workq key (known: ${keys})`,
+);
+
 /** Check the section's own keys; a bad one is an RQ_CONFIG error naming it. */
 export function parseWorkqSection(raw: Record<string, unknown>): WorkqConfig {
-  for (const key of Object.keys(raw)) {
-    if (!(KEYS as readonly string[]).includes(key)) throw new RqError('RQ_CONFIG', `Bad config file: "protocols.workq.${key}" is not a Workq key (known: ${KEYS.join(', ')})`);
-  }
-  const flag = (key: string): boolean => {
-    const v = raw[key] ?? false;
-    if (typeof v !== 'boolean') throw new RqError('RQ_CONFIG', `Bad config file: "protocols.workq.${key}" must be true or false, got ${JSON.stringify(v)}`);
-    return v;
-  };
-  const strict = flag('strict');
-  return { strictUuidV4: strict || flag('strictUuidV4'), strictTtlCap: strict || flag('strictTtlCap'), queues: parseQueuePatterns('workq', raw['queues']) };
+  const { strict, strictUuidV4, strictTtlCap, queues } = parseConfigValue(SECTION, raw, 'protocols.workq');
+  return { strictUuidV4: strict || strictUuidV4, strictTtlCap: strict || strictTtlCap, queues: parseQueuePatterns('workq', queues) };
 }
 
 /** The bytes all Workq connections of this process hold (see the file comment). */

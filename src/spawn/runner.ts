@@ -175,7 +175,7 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
   }
   const statusPipe = child.stdio[3] as Readable;
   const replyPipe = child.stdio[4] as Writable;
-  const lines = createLineSplitter(spec.onLine);
+  const lines = createLineSplitter((line) => spec.onLine(line));
   let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   let drained = false;
   let finished = false;

@@ -60,7 +60,7 @@ export async function startFaultProxy(upstreamPort: number, fault: Fault): Promi
   const seen: string[] = [];
   /** Strike once `after` has happened; resolves to whether the strike went through. */
   const strike = (after: Promise<unknown> = Promise.resolve()): Promise<boolean> => {
-    const done = after.then(fault.strike).then(
+    const done = after.then(() => fault.strike()).then(
       () => {
         seen.push(STRUCK);
         return true;

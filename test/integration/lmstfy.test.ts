@@ -12,7 +12,7 @@ import path from 'node:path';
 import { decodeTime, isValid as isUlid } from 'ulid';
 import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
-import { parseLmstfySection } from '../../src/protocols/lmstfy.js';
+import { parseLmstfySection } from '../../src/protocols/lmstfy-config.js';
 import { waitFor, type TestRoot } from '../helpers/install.js';
 import { sharedProtocols, startProtocols } from '../helpers/protocols.js';
 import { rawRequest } from '../helpers/web.js';
@@ -463,7 +463,7 @@ describe('lmstfy: publish, consume, ack, peek', () => {
       ['count=101', 'invalid count'],
       ['count=', 'invalid count'],
     ]) {
-      const r = await api().consume(q, query!);
+      const r = await api().consume(q, query);
       expect({ query, status: r.status, body: r.body }).toEqual({ query, status: 400, body: { error } });
     }
     const r = await api().consume(',', 'ttr=x');
@@ -657,7 +657,7 @@ describe('lmstfy: size, destroy, delays, TTL, TTR, dead letter', () => {
     const waiting = api().consume(q, 'timeout=10&ttr=600');
     expect(await api().call('PUT', `/api/${NS}/${q}/deadletter`)).toMatchObject({ status: 200, body: { count: 1 } });
     expect((await waiting).body).toMatchObject({ job_id: ids[0], remain_tries: 0 });
-    expect((await api().peek(q, ids[0]!)).body.ttl).toBeGreaterThanOrEqual(86_399);
+    expect((await api().peek(q, ids[0])).body.ttl).toBeGreaterThanOrEqual(86_399);
     expect(await api().deadLetter(q)).toEqual({ size: 1, head: ids[1] });
   });
 
@@ -671,7 +671,7 @@ describe('lmstfy: size, destroy, delays, TTL, TTR, dead letter', () => {
     }
     expect(await api().call('DELETE', `/api/${NS}/${q}/deadletter`)).toMatchObject({ status: 204, body: null });
     expect(await api().deadLetter(q)).toEqual({ size: 2, head: ids[1] });
-    expect(await api().peek(q, ids[0]!)).toMatchObject({ status: 404 });
+    expect(await api().peek(q, ids[0])).toMatchObject({ status: 404 });
     expect(await api().call('DELETE', `/api/${NS}/${q}/deadletter?limit=5`)).toMatchObject({ status: 204 });
     expect(await api().deadLetter(q)).toEqual({ size: 0, head: '' });
     expect(await api().call('DELETE', `/api/${NS}/${q}/deadletter?limit=5`)).toMatchObject({ status: 204 });

@@ -168,7 +168,7 @@ describe('a process that cannot start', () => {
       env: { ...process.env, RQ_ROOT: t.root, RQ_FATAL_DELAY_MS: '60000' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    const refused = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (c: Buffer) => resolve(c.toString()))));
+    const refused = Number(await new Promise<string>((resolve) => parent.stdout.once('data', (c: Buffer) => resolve(c.toString()))));
     try {
       // It has been refused, and sleeps before exiting.
       await waitFor(() => t.pidIn('queues/q/queue.pid') !== refused && pidAlive(refused), 10_000, 'the second process to start');

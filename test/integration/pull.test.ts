@@ -16,6 +16,15 @@ async function pullQueue(root: TestRoot, name = 'pq', env: NodeJS.ProcessEnv = {
   return name;
 }
 
+/** The fields of a leased job that these tests read. */
+interface Job {
+  id: string;
+  ext_id: string;
+  payload: string;
+}
+
+/** The reply's value, as loose as its JSON (each test's expect checks it). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function ok(root: TestRoot, queue: string, command: string, arg: Record<string, unknown>): Promise<any> {
   const reply = (await root.rpc(queue, command, arg)) as unknown[];
   if (reply?.[0] !== 'ok') throw new Error(`${command} ${JSON.stringify(arg)} → ${JSON.stringify(reply)}`);
@@ -29,7 +38,7 @@ describe('publish and lease', () => {
     const q = await pullQueue(t());
     for (const n of [1, 2, 3]) await ok(t(), q, 'publish', { src: 'test', payload: b64(`job ${n}`) });
     const jobs = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000, count: 2 });
-    expect(jobs.map((j: any) => Buffer.from(j.payload, 'base64').toString())).toEqual(['job 1', 'job 2']);
+    expect(jobs.map((j: Job) => Buffer.from(j.payload, 'base64').toString())).toEqual(['job 1', 'job 2']);
     expect(jobs[0]).toMatchObject({ state: 'run', count: 1, rev: 2, lease: { owner: 'w' } });
     expect(await t().state(q, jobs[0].id)).toBe('run');
     expect(fs.readFileSync(path.join(t().queueDir(q), 'run', jobs[0].id, 'attach', 'payload'), 'utf8')).toBe('job 1');
@@ -45,7 +54,7 @@ describe('publish and lease', () => {
     await ok(t(), q, 'publish', { ext_id: 'a', rank: 0, sort_key: 'a' });
     await ok(t(), q, 'publish', { ext_id: 'hi', priority: 5 });
     const jobs = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: null, count: 3 });
-    expect(jobs.map((j: any) => j.ext_id)).toEqual(['hi', 'a', 'b']);
+    expect(jobs.map((j: Job) => j.ext_id)).toEqual(['hi', 'a', 'b']);
   });
 
   it('refuses a duplicate external id while the first is not done, and takes it again after the ack', async () => {
@@ -93,7 +102,7 @@ describe('one message, one command at a time', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(answered).toBe(false);
     fs.rmSync(hold);
-    expect((await leasing).map((j: any) => j.id)).toEqual([id]);
+    expect((await leasing).map((j: Job) => j.id)).toEqual([id]);
     expect(await deleting).toEqual(['ok', 'msg deleted']);
     expect(await t().rpc(q, 'get_message_state', { msg_id: id })).toEqual(['fail', 'msg not found']);
     expect(await ok(t(), q, 'pull_stats', {})).toMatchObject({ ready: 0, leased: 0 });
@@ -119,13 +128,13 @@ describe('one message, one command at a time', () => {
   it('a waiting lease gets a message made ready by a command holding it, once the command lets go', async () => {
     const q = await pullQueue(t());
     const { id } = await ok(t(), q, 'publish', { ext_id: 'item', payload: b64('1') });
-    expect((await ok(t(), q, 'lease', { owner: 'a', ttr_ms: 60_000 })).map((j: any) => j.id)).toEqual([id]);
+    expect((await ok(t(), q, 'lease', { owner: 'a', ttr_ms: 60_000 })).map((j: Job) => j.id)).toEqual([id]);
     const waiting = t().rpc(q, 'lease', { owner: 'b', ttr_ms: 60_000, wait_ms: 4_000 });
     await new Promise((r) => setTimeout(r, 100));
     // set moves the leased message back to que under its lock: the wake-up it causes
     // finds the message still held, so only the lock's release can hand it to the waiter.
     await ok(t(), q, 'set', { ext_id: 'item', payload: b64('2') });
-    const [, jobs] = (await waiting) as [string, any[]];
+    const [, jobs] = (await waiting) as [string, Job[]];
     expect(jobs).toHaveLength(1);
     expect(jobs[0]).toMatchObject({ id, payload: b64('2'), lease: { owner: 'b' } });
   });
@@ -200,7 +209,7 @@ describe('TTL, delays and purge', () => {
     expect(await ok(t(), q, 'pull_stats', {})).toMatchObject({ ready: 0, delayed: 1 });
     expect(await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 })).toEqual([]);
     const jobs = await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000, count: 2, wait_ms: 5000 });
-    expect(jobs.map((j: any) => j.id)).toEqual([delayed]);
+    expect(jobs.map((j: Job) => j.id)).toEqual([delayed]);
     expect(jobs[0].due_ms).toBeLessThanOrEqual(Date.now());
   });
 
@@ -223,9 +232,9 @@ describe('waiting leases', () => {
     const second = t().rpc(q, 'lease', { owner: 'b', ttr_ms: 60_000, wait_ms: 10_000 });
     await new Promise((r) => setTimeout(r, 50));
     const one = (await ok(t(), q, 'publish', { payload: b64('1') })).id;
-    expect(((await first) as any)[1][0].id).toBe(one);
+    expect(((await first) as [string, Job[]])[1][0]?.id).toBe(one);
     const two = (await ok(t(), q, 'publish', { payload: b64('2') })).id;
-    expect(((await second) as any)[1][0].id).toBe(two);
+    expect(((await second) as [string, Job[]])[1][0]?.id).toBe(two);
   });
 
   it('a cancelled wait answers empty and leases nothing', async () => {

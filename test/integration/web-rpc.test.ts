@@ -222,10 +222,10 @@ describe('search', () => {
     const ids: Record<string, string> = {};
     for (const p of ['done-a', 'done-b']) {
       ids[p] = await t.send('s', { param1: p, src: 'runner' });
-      await t.waitState('s', ids[p]!, 'done');
+      await t.waitState('s', ids[p], 'done');
     }
     ids['failed'] = await t.send('s', { param1: 'failed', param2: 'fail' });
-    await t.waitState('s', ids['failed']!, 'err');
+    await t.waitState('s', ids['failed'], 'err');
     fs.writeFileSync(path.join(t.root, 'config/s.pause'), '');
     ids['wait-1'] = await t.send('s', { param1: 'wait-1', src: 'websearch' });
     ids['wait-2'] = await t.send('s', { param1: 'wait-2', src: 'websearch', due: '1000000000' });

@@ -1094,7 +1094,7 @@ describe('workq: timers (§6) and waits (§8)', () => {
     expect((await c.add(d, q, 60000, LONG_TTL, 'd')).text).toBe(OK);
     const [w] = waiters;
     const askedD = Date.now();
-    const deletedWait = w!.result(d, 400);
+    const deletedWait = w.result(d, 400);
     expect((await c.delete(d)).text).toBe(OK);
     const late = (await deletedWait).text;
     expect([TIMEOUT, NOT_FOUND]).toContain(late);

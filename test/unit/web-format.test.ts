@@ -1,4 +1,5 @@
 /** How pages print values (src/web/format.ts, src/lib/bytes.ts), odd `due` values included. */
+import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { formatBytes } from '../../src/lib/bytes.js';
 import { retentionText, shown, utcTime } from '../../src/web/format.js';
@@ -10,7 +11,7 @@ describe('utcTime', () => {
   });
 
   it('says a value is not a time instead of throwing, however odd', () => {
-    for (const v of [1e300, -5, 0, 'soon', null, undefined, {}, Number.NaN]) expect(utcTime(v), String(v)).toBeUndefined();
+    for (const v of [1e300, -5, 0, 'soon', null, undefined, {}, Number.NaN]) expect(utcTime(v), inspect(v)).toBeUndefined();
   });
 });
 
