@@ -11,7 +11,7 @@ import { isPlainObject } from '../domain/message.js';
 import type { ScheduleStatus } from '../queue/cron.js';
 import type { CleanerConfig } from '../domain/retention.js';
 import type { State } from '../domain/states.js';
-import type { AdminStatus } from '../queue/queue-engine.js';
+import type { AdminStatus } from '../queue/state.js';
 import type { StatsReply } from '../queue/queue-stats.js';
 import type { DiskUsage } from '../store/disk-usage.js';
 import type { Gateway } from './gateway.js';
