@@ -11,7 +11,7 @@ import { parseFullId } from '../domain/ids.js';
 import { isPlainObject } from '../domain/message.js';
 
 /** The longest external id, in bytes (RQMS allows 1024). */
-export const MAX_EXT_ID_BYTES = 1024;
+const MAX_EXT_ID_BYTES = 1024;
 /** The longest delay, TTL or TTR: lmstfy's uint32 seconds (136 years). */
 const MAX_MS = 4_294_967_295_000;
 /** The range of an instant (epoch ms): JavaScript's Date. */

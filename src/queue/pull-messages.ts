@@ -53,7 +53,7 @@ export function pastTtl(state: RemovableState, msg: Message): boolean {
 }
 
 /** A leased message's status text. */
-export function leaseText(lease: Lease, msg: Message): string {
+function leaseText(lease: Lease, msg: Message): string {
   const until = lease.until === null ? 'released' : new Date(lease.until).toISOString();
   const tries = typeof msg.tries === 'number' ? `, ${msg.tries} tries left` : '';
   return `leased by ${lease.owner} until ${until}${tries}`;

@@ -27,16 +27,14 @@ import { commitMessage, createMessage } from './create.js';
 import { CronSchedule } from './cron.js';
 import { checkOrphans, liveOrphan, pump } from './dispatch.js';
 import { refreshFlags } from './flags.js';
-import { Housekeeping } from './housekeeping.js';
 import { MessageLocks } from './message-locks.js';
-import { forgetErr } from './pull-messages.js';
 import { compactIfLong, compactIndex } from './que-memory.js';
 import { QueList } from './que-list.js';
 import { QueueStats } from './queue-stats.js';
 import { SortedIds } from './sorted-ids.js';
 import { statusOf, type QueueCaller, type QueueState } from './state.js';
 import { Timetable } from './timetable.js';
-import { adoptLease, endLeaseLater, expire, keepsOwnTtl, loadPullTimers } from './timers.js';
+import { adoptLease, endLeaseLater, expire, loadPullTimers } from './timers.js';
 import { wake } from './waiters.js';
 import { baseEnv } from './worker-env.js';
 
@@ -112,23 +110,7 @@ export function createQueue(deps: QueueDeps, config: QueueConfig): QueueState {
       },
       commit: (id) => commitMessage(s, id),
     }),
-    housekeeping: new Housekeeping({
-      store: deps.store,
-      layout: deps.layout,
-      log: deps.log,
-      count: (state) => (state === 'err' ? s.errIds.size : s.counts[state]),
-      forget: (state, id) => {
-        if (state === 'err') forgetErr(s, id);
-        else s.counts[state]--;
-      },
-      // A run leaves `run` (finish-run.ts) only after its final state counts it.
-      isFinishing: (id) => s.run.has(id),
-      keepsOwnTtl: (state, id) => keepsOwnTtl(s, state, id),
-      isDown: () => {
-        refreshFlags(s);
-        return s.admin === 'DOWN';
-      },
-    }),
+    housekeeping: { running: undefined, usage: null, measuring: false, stale: false, usageStartedMs: -Infinity },
     nudge: () => {
       pump(s);
       wake(s);

@@ -29,8 +29,8 @@ import type { GroupCommitter } from '../store/group-commit.js';
 import type { QueueLayout, RootLayout } from '../store/layout.js';
 import type { JobStatus, MessageStore } from '../store/message-store.js';
 import type { QueEntry } from '../store/que-index.js';
+import type { HousekeepingState } from './clean-report.js';
 import type { CronSchedule } from './cron.js';
-import type { Housekeeping } from './housekeeping.js';
 import type { MessageLocks } from './message-locks.js';
 import type { PulledView, PullResult } from './pull-view.js';
 import type { QueList } from './que-list.js';
@@ -180,8 +180,8 @@ export interface QueueState {
   readonly pull: PullState;
   /** The queue's cron schedule (cron.ts); its `describe()` is the `stats` schedule. */
   readonly cron: CronSchedule;
-  /** The `clean` command and the disk usage of `stats` (housekeeping.ts). */
-  readonly housekeeping: Housekeeping;
+  /** The clean under way and the disk usage of `stats` (housekeeping.ts). */
+  readonly housekeeping: HousekeepingState;
   /**
    * Messages may have become ready (a commit, a requeue, a worker's exit, a due timer, a
    * flag change): start scripts and serve waiting leases (queue-engine.ts sets it).

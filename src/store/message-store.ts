@@ -12,6 +12,10 @@
  * is a bare rename into the queue's trash too: a crash before it is durable leaves the
  * message where it was, and the next clean takes it again.
  *
+ * The store is the only code that writes or moves message files: attachments
+ * (attachments.ts) and a run's `pid` and `job/` (run-files.ts) are its parts too, and
+ * what start-up does with what a crash left is recover.ts.
+ *
  * Preconditions are the renames themselves: a missing source is ENOENT, which becomes
  * `RqError('RQ_NOT_IN_STATE')` and is never ignored. A full disk (ENOSPC, EDQUOT) is
  * `RqError('RQ_NO_SPACE')`, `no space left on device: queues/<q>`, whichever write met

@@ -43,7 +43,7 @@ export interface QueEntry {
   dest: unknown;
   /** param1..param4, `null` when absent, a BigParam when big. */
   params: readonly unknown[];
-  /** Pull messages only (pull.ts): the ready order (see que-list.ts) and the TTL. */
+  /** Pull messages only (queue/pull-messages.ts): the ready order (see que-list.ts) and the TTL. */
   pull?: PullOrder;
 }
 

@@ -396,6 +396,7 @@ describe('search', () => {
     expect(await t.rpc('s', 'search', { states: ['que', 'nope'] })).toEqual([
       'fail',
       `'states' must be an array of states (prep, que, run, done, err, relayed), got ["que","nope"]`,
+      'RQ_BAD_REQUEST',
     ]);
     expect(await t.rpc('s', 'search', { limit: -1 })).toEqual(['fail', "'limit' must be an integer >= 0, got -1", 'RQ_BAD_REQUEST']);
     expect(await t.rpc('s', 'search', { text: '' })).toEqual(['fail', `'text' must be a non-empty string, got ""`, 'RQ_BAD_REQUEST']);

@@ -9,9 +9,10 @@
 import { parseCleanArgument } from '../../domain/retention.js';
 import { anyArg } from '../args.js';
 import { command } from '../command.js';
-import type { CleanReport } from '../housekeeping.js';
+import type { CleanReport } from '../clean-report.js';
+import { clean as cleanQueue } from '../housekeeping.js';
 
 export const clean = command({
   arg: anyArg,
-  run: async (s, arg): Promise<['ok', CleanReport]> => ['ok', await s.housekeeping.clean(s.config.cleaner, parseCleanArgument(arg))],
+  run: async (s, arg): Promise<['ok', CleanReport]> => ['ok', await cleanQueue(s, s.config.cleaner, parseCleanArgument(arg))],
 });

@@ -12,6 +12,7 @@ import { anyArg } from '../args.js';
 import { command } from '../command.js';
 import type { ScheduleStatus } from '../cron.js';
 import { refreshFlags } from '../flags.js';
+import { diskUsage } from '../housekeeping.js';
 import type { StatsReply } from '../queue-stats.js';
 import { numMessages, statusOf, type AdminStatus, type OperStatus } from '../state.js';
 
@@ -40,7 +41,7 @@ export const stats = command({
       schedule: s.cron.describe(),
       ...s.stats.snapshot(),
       cleaner: s.config.cleaner,
-      disk: s.housekeeping.diskUsage(),
+      disk: diskUsage(s),
     };
   },
 });
