@@ -8,8 +8,6 @@
  * down ends at once. A TTR end that a full disk refuses is tried again a second later,
  * until the disk has room. Every TTR or TTL end runs under the message's lock.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { coerceError, isNoSpace } from '../domain/errors.js';
 import type { Lease, Message } from '../domain/message.js';
 import type { State } from '../domain/states.js';
@@ -164,7 +162,7 @@ async function loadFinalTtls(s: QueueState): Promise<void> {
   for await (const { dir, ids } of s.store.groups('done')) {
     for (const id of ids) {
       try {
-        const msg = JSON.parse(await fs.promises.readFile(path.join(dir, id, 'msg'), 'utf8')) as Message;
+        const msg = await s.store.readGroupMsg(dir, id);
         if (msg.ttl_final === true) watchTtl(s, id, msg.expires_at);
       } catch {
         // gone meanwhile, or unreadable: the dashboard shows it

@@ -95,6 +95,8 @@ export interface MessageStore extends AttachmentStore, RunFiles {
   remove(state: State, id: string): void;
   exists(state: State, id: string): boolean;
   readMsg(state: State, id: string): Message;
+  /** `readMsg` of a message listed by `groups` (in directory `dir`), asynchronously: a walk of a big state never blocks the event loop. */
+  readGroupMsg(dir: string, id: string): Promise<Message>;
   /** Rewrite `msg` in place (tmp, rename). Made durable by the message's next move. */
   writeMsg(state: State, id: string, msg: Message): void;
   readStatus(state: State, id: string): { job_status: JobStatus } | undefined;
@@ -382,6 +384,18 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       let text: string;
       try {
         text = fs.readFileSync(path.join(q.msgDir(state, id), 'msg'), 'utf8');
+      } catch (e) {
+        throw new RqError('RQ_BAD_MESSAGE', `${where}: msg is unreadable`, { cause: e });
+      }
+      return parseMessage(text, where);
+    },
+
+    async readGroupMsg(dir, id) {
+      const file = path.join(dir, id, 'msg');
+      const where = path.relative(q.root.root, file);
+      let text: string;
+      try {
+        text = await fs.promises.readFile(file, 'utf8');
       } catch (e) {
         throw new RqError('RQ_BAD_MESSAGE', `${where}: msg is unreadable`, { cause: e });
       }
