@@ -62,6 +62,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { RqError, errnoCode, explain } from '../domain/errors.js';
+import { isPlainObject } from '../domain/message.js';
 import { rubyToI } from '../domain/ruby.js';
 import { writeFileDurably } from '../store/atomic.js';
 import { attachmentNames, hashFile } from '../store/attachments.js';
@@ -182,11 +183,11 @@ async function remoteState(id: RemoteId): Promise<RemoteState> {
   const first = await askState(id);
   if (first.type !== 'missing') return first;
   const query = new URLSearchParams({ name: id.queue, 'query[msg_id]': id.shortId, exact: '1' });
-  const x = await exchange(`${id.root}search?${query}`, {}, SEARCH_TIMEOUT_MS);
+  const x = await exchange(`${id.root}search?${query.toString()}`, {}, SEARCH_TIMEOUT_MS);
   if (x.type !== 'reply' || x.status !== 200 || !Array.isArray(x.json)) return { type: 'unknown', why: `state.json said 404, the search ${describe(x)}` };
   const view: unknown = x.json[0];
   if (view !== undefined) {
-    const state = (view as { state?: unknown } | null)?.state;
+    const state = isPlainObject(view) ? view['state'] : undefined;
     return typeof state === 'string' ? { type: 'found', state } : { type: 'unknown', why: `the search found it without a state: ${x.text.slice(0, 200)}` };
   }
   const second = await askState(id);

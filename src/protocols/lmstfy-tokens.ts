@@ -119,7 +119,7 @@ export class TokenTable {
     }
     for (const [ns, list] of Object.entries(revoked)) {
       if (!Array.isArray(list) || !list.every((t) => typeof t === 'string')) throw bad(`"revoked.${ns}" must be an array of tokens`);
-      this.revoked.set(ns, new Set(list as string[]));
+      this.revoked.set(ns, new Set(list));
     }
   }
 

@@ -330,7 +330,7 @@ export class CronSchedule {
     let wait = MAX_WAIT_MS;
     if (this.failed || !this.d.isUp()) wait = RETRY_MS;
     else for (const l of this.entries) if (l.expr) wait = Math.min(wait, this.nextFire(l.key, l.expr, now).at - WINDOW_MS - now);
-    this.timer = setTimeout(() => this.check(), Math.max(wait, 0) + 10);
+    this.timer = setTimeout(() => void this.check(), Math.max(wait, 0) + 10);
     this.timer.unref();
   }
 }

@@ -3,7 +3,7 @@
  * A hint only says "look at this name": an operator dropped a message directory into
  * `que/` by hand or removed one, or touched `<queue>.pause` / `.down`. The directory
  * listing stays the truth, and the queue's own renames (which inotify reports too) are
- * recognised and ignored by the engine.
+ * recognised from memory and ignored (que-memory.ts `noticeQueName`).
  *
  * Names are collected and handed over in batches, at most every BATCH_MS, so a burst of
  * thousands of commits costs a Set insertion each. No directory is ever re-listed on a

@@ -4,14 +4,14 @@
  * limits (domain/retention.ts), and the disk usage its `stats` reply shows
  * (store/disk-usage.ts).
  *
- * The engine counts its final states incrementally, so a clean runs here and never
- * behind its back: a message leaves its state by one rename into the queue's trash
- * (store `discard`, the commit point), and the engine forgets it (`forget`) at that
- * instant. A message someone else deleted meanwhile is skipped, so counts stay exact.
- * So is a message the engine is still finishing (`isFinishing`): its rename into the
- * state is done, but the engine adds it to its counts only once the move is durable, and
- * forgetting it before that would leave a ghost in them. It goes at the next clean. A
- * message whose own TTL holds in its final state (a Workq result) is left to that TTL.
+ * The queue counts its final states incrementally (state.ts), so a clean runs here, in
+ * the queue process, and never behind its back: a message leaves its state by one rename
+ * into the queue's trash (store `discard`, the commit point), and the counts forget it at
+ * that instant. A message someone else deleted meanwhile is skipped, so counts stay exact.
+ * So is a message still being finished (still in memory's `run`): its rename into the
+ * state is done, but it is counted only once the move is durable, and forgetting it
+ * before that would leave a ghost in the counts. It goes at the next clean. A message
+ * whose own TTL holds in its final state (a Workq result) is left to that TTL.
  *
  * Messages are taken oldest first as retention.ts ages them: done and relayed by the
  * time in their ids (the store lists them in that order), err by the time each entered
@@ -53,10 +53,12 @@ import {
   type RetentionLimits,
 } from '../domain/retention.js';
 import { HASHED_STATES } from '../domain/states.js';
-import type { Logger } from '../lib/logger.js';
-import { emptyTrash, measureQueue, measureState, treeBytes, type DiskUsage } from '../store/disk-usage.js';
-import type { QueueLayout } from '../store/layout.js';
-import type { MessageStore } from '../store/message-store.js';
+import type { CleanReport, DiskUsage, StateUsage } from '../rpc/queue-api.js';
+import { emptyTrash, measureQueue, measureState, treeBytes } from '../store/disk-usage.js';
+import { refreshFlags } from './flags.js';
+import { forgetErr } from './pull-messages.js';
+import type { QueueState } from './state.js';
+import { keepsOwnTtl } from './timers.js';
 
 /** Messages taken out of their state per batch. */
 const BATCH_MESSAGES = 500;
@@ -69,42 +71,6 @@ const USAGE_REFRESH_MS = 60_000;
 /** …and a walk may take at most this share of the time between walks. */
 const USAGE_MAX_SHARE = 0.1;
 
-export interface HousekeepingDeps {
-  store: MessageStore;
-  layout: QueueLayout;
-  log: Logger;
-  /** How many messages the engine counts in a final state. */
-  count(state: CleanedState): number;
-  /** A clean took this message out of its state: the engine forgets it. */
-  forget(state: CleanedState, id: string): void;
-  /** The engine is still committing this message's move into its final state (it counts it once that is durable). */
-  isFinishing(id: string): boolean;
-  /** The message's own TTL decides when it goes (a pull message's final TTL, pull.ts), not the cleaner's limits. */
-  keepsOwnTtl(state: CleanedState, id: string): boolean;
-  /** The queue is admin DOWN, its flag files read again now. */
-  isDown(): boolean;
-}
-
-export interface Removed {
-  messages: number;
-  /** Bytes the deletion freed (disk-usage.ts). */
-  bytes: number;
-}
-
-/** The `clean` reply: what the clean removed so far, per state, under which limits. */
-export interface CleanReport {
-  finished: boolean;
-  /** Epoch seconds. */
-  started_at: number;
-  limits: Record<CleanedState, RetentionLimits>;
-  removed: Record<CleanedState, Removed>;
-  /** Batches of at most BATCH_MESSAGES messages taken so far, over all states. */
-  batches: number;
-  /** Why the clean stopped before it was through, on purpose: the queue went DOWN (the next clean goes on). */
-  stopped?: 'status: DOWN';
-  /** Why the clean stopped early (a filesystem error), when it did. */
-  error?: string;
-}
 
 /** Ends a clean between two batches because the queue went DOWN: not an error. */
 class CleanStopped extends Error {
@@ -117,126 +83,116 @@ interface Aged {
   sinceMs: number | undefined;
 }
 
-export class Housekeeping {
-  private readonly d: HousekeepingDeps;
-  private running: { report: CleanReport; done: Promise<void> } | undefined;
-  private usage: DiskUsage | null = null;
-  private measuring = false;
-  /** A clean finished since the last walk started: walk again as soon as the walk share allows. */
-  private stale = false;
-  private usageStartedMs = -Infinity;
-
-  constructor(deps: HousekeepingDeps) {
-    this.d = deps;
+/**
+ * The `clean` command: start a clean with these limits (or join the running one), wait
+ * for it at most CLEAN_REPLY_WAIT_MS, and report. Never rejects: a failure is the
+ * report's `error`.
+ */
+export async function clean(s: QueueState, config: CleanerConfig, override: CleanOverride): Promise<CleanReport> {
+const h = s.housekeeping;
+  if (!h.running) {
+    const none = (): StateUsage => ({ messages: 0, bytes: 0 });
+    const report: CleanReport = {
+      finished: false,
+      started_at: Math.floor(Date.now() / 1000),
+      limits: limitsByState(config, override),
+      removed: { done: none(), relayed: none(), err: none() },
+      batches: 0,
+    };
+    const done = run(s, report).finally(() => {
+      report.finished = true;
+      h.running = undefined;
+      measureAfterClean(s);
+    });
+    h.running = { report, done };
   }
+  const { report, done } = h.running;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([done, new Promise((resolve) => (timer = setTimeout(resolve, CLEAN_REPLY_WAIT_MS)))]);
+  clearTimeout(timer);
+  return structuredClone(report);
+}
 
-  /**
-   * The `clean` command: start a clean with these limits (or join the running one), wait
-   * for it at most CLEAN_REPLY_WAIT_MS, and report. Never rejects: a failure is the
-   * report's `error`.
-   */
-  async clean(config: CleanerConfig, override: CleanOverride): Promise<CleanReport> {
-    if (!this.running) {
-      const none = (): Removed => ({ messages: 0, bytes: 0 });
-      const report: CleanReport = {
-        finished: false,
-        started_at: Math.floor(Date.now() / 1000),
-        limits: limitsByState(config, override),
-        removed: { done: none(), relayed: none(), err: none() },
-        batches: 0,
-      };
-      const done = this.run(report).finally(() => {
-        report.finished = true;
-        this.running = undefined;
-        this.measureAfterClean();
-      });
-      this.running = { report, done };
-    }
-    const { report, done } = this.running;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([done, new Promise((resolve) => (timer = setTimeout(resolve, CLEAN_REPLY_WAIT_MS)))]);
-    clearTimeout(timer);
-    return structuredClone(report);
-  }
+/** The last disk usage measured (null before the first), refreshed in the background when stale. */
+export function diskUsage(s: QueueState): DiskUsage | null {
+  measureIfOlder(s, s.housekeeping.stale ? 0 : USAGE_REFRESH_MS);
+  return s.housekeeping.usage;
+}
 
-  /** The last disk usage measured (null before the first), refreshed in the background when stale. */
-  diskUsage(): DiskUsage | null {
-    this.measureIfOlder(this.stale ? 0 : USAGE_REFRESH_MS);
-    return this.usage;
-  }
-
-  /** After a clean: measure again now, or once the walk under way (which may predate the clean) ends. */
-  private measureAfterClean(): void {
-    this.stale = true;
-    this.measureIfOlder(0);
-  }
+/** After a clean: measure again now, or once the walk under way (which may predate the clean) ends. */
+function measureAfterClean(s: QueueState): void {
+  s.housekeeping.stale = true;
+  measureIfOlder(s, 0);
+}
 
   /**
    * Start a walk in the background unless one runs, or the last started less than `ms`
    * ago, or than a walk of this queue may take up (USAGE_MAX_SHARE).
    */
-  private measureIfOlder(ms: number): void {
-    const gapMs = Math.max(ms, (this.usage?.took_ms ?? 0) / USAGE_MAX_SHARE);
-    if (this.measuring || Date.now() - this.usageStartedMs < gapMs) return;
-    this.measuring = true;
-    this.stale = false;
-    this.usageStartedMs = Date.now();
-    measureQueue(this.d.layout, this.d.store)
-      .then((usage) => {
-        this.usage = usage;
-      })
-      .catch((e: unknown) => this.d.log.warn({ err: coerceError(e).message }, 'cannot measure disk usage'))
-      .finally(() => {
-        this.measuring = false;
-        if (this.stale) this.measureIfOlder(0);
-      });
-  }
+function measureIfOlder(s: QueueState, ms: number): void {
+  const h = s.housekeeping;
+  const gapMs = Math.max(ms, (h.usage?.took_ms ?? 0) / USAGE_MAX_SHARE);
+  if (h.measuring || Date.now() - h.usageStartedMs < gapMs) return;
+  h.measuring = true;
+  h.stale = false;
+  h.usageStartedMs = Date.now();
+  measureQueue(s.layout, s.store)
+    .then((usage) => {
+      h.usage = usage;
+    })
+    .catch((e: unknown) => s.log.warn({ err: coerceError(e).message }, 'cannot measure disk usage'))
+    .finally(() => {
+      h.measuring = false;
+      if (h.stale) measureIfOlder(s, 0);
+    });
+}
 
-  private async run(report: CleanReport): Promise<void> {
-    const { layout, log } = this.d;
-    /** Before each batch: the pause (except before the first), then the DOWN check. */
-    const pace = async (): Promise<void> => {
-      if (report.batches > 0) await sleep(BATCH_PAUSE_MS);
-      if (this.d.isDown()) throw new CleanStopped('status: DOWN');
-      report.batches++;
-    };
-    try {
-      const leftover = await emptyTrash(layout);
-      if (leftover > 0) log.info({ bytes: leftover }, 'deleted the trash an interrupted clean left');
-      for (const state of CLEANED_STATES) await this.cleanState(state, report.limits[state], report.removed[state], pace);
-      log.info({ removed: report.removed, limits: report.limits }, 'clean finished');
-    } catch (e) {
-      if (e instanceof CleanStopped) {
-        report.stopped = 'status: DOWN';
-        log.info({ removed: report.removed }, 'clean stopped: the queue is DOWN');
-        return;
-      }
-      report.error = coerceError(e).message;
-      log.error({ err: report.error, removed: report.removed }, 'clean stopped by an error');
+async function run(s: QueueState, report: CleanReport): Promise<void> {
+  const { layout, log } = s;
+  /** Before each batch: the pause (except before the first), then the DOWN check. */
+  const pace = async (): Promise<void> => {
+    if (report.batches > 0) await sleep(BATCH_PAUSE_MS);
+    refreshFlags(s);
+    if (s.admin === 'DOWN') throw new CleanStopped('status: DOWN');
+    report.batches++;
+  };
+  try {
+    const leftover = await emptyTrash(layout);
+    if (leftover > 0) log.info({ bytes: leftover }, 'deleted the trash an interrupted clean left');
+    for (const state of CLEANED_STATES) await cleanState(s, state, report.limits[state], report.removed[state], pace);
+    log.info({ removed: report.removed, limits: report.limits }, 'clean finished');
+  } catch (e) {
+    if (e instanceof CleanStopped) {
+      report.stopped = 'status: DOWN';
+      log.info({ removed: report.removed }, 'clean stopped: the queue is DOWN');
+      return;
     }
+    report.error = coerceError(e).message;
+    log.error({ err: report.error, removed: report.removed }, 'clean stopped by an error');
   }
+}
 
   /**
    * A state's messages in the order a clean takes them, oldest first (see above), in
    * groups of one directory. err is flat, so it is one group, sorted by the time each
    * message entered err (then by id); a message gone meanwhile is left out.
    */
-  private async *oldestFirst(state: CleanedState): AsyncGenerator<{ dir: string; messages: Aged[] }> {
-    const { store } = this.d;
-    if (AGE_FROM[state] === 'id') {
-      for await (const { dir, ids } of store.groups(state, 'oldest')) yield { dir, messages: ids.map((id) => ({ id, sinceMs: idTimeMs(id) })) };
-      return;
-    }
-    for await (const { dir, ids } of store.groups(state)) {
-      const messages: Array<{ id: string; sinceMs: number }> = [];
-      for (const id of ids) {
-        const sinceMs = await store.enteredAt(state, id);
-        if (sinceMs !== undefined) messages.push({ id, sinceMs });
-      }
-      messages.sort((a, b) => a.sinceMs - b.sinceMs || (a.id < b.id ? -1 : 1));
-      yield { dir, messages };
-    }
+async function* oldestFirst(s: QueueState, state: CleanedState): AsyncGenerator<{ dir: string; messages: Aged[] }> {
+  const { store } = s;
+  if (AGE_FROM[state] === 'id') {
+    for await (const { dir, ids } of store.groups(state, 'oldest')) yield { dir, messages: ids.map((id) => ({ id, sinceMs: idTimeMs(id) })) };
+    return;
   }
+  for await (const { dir, ids } of store.groups(state)) {
+    const messages: Array<{ id: string; sinceMs: number }> = [];
+    for (const id of ids) {
+      const sinceMs = await store.enteredAt(state, id);
+      if (sinceMs !== undefined) messages.push({ id, sinceMs });
+    }
+    messages.sort((a, b) => a.sinceMs - b.sinceMs || (a.id < b.id ? -1 : 1));
+    yield { dir, messages };
+  }
+}
 
   /**
    * One state: plan (a bytes limit needs this state measured first), then walk oldest
@@ -245,46 +201,47 @@ export class Housekeeping {
    * state was measured: a file the messages of this state share counts once, with the
    * oldest of them.
    */
-  private async cleanState(state: CleanedState, limits: RetentionLimits, removed: Removed, pace: () => Promise<void>): Promise<void> {
-    const { store, layout } = this.d;
-    const bytes = limits.max_bytes === null ? {} : { bytes: (await measureState(layout, store, state)).bytes };
-    const plan = planClean(limits, { count: this.d.count(state), ...bytes }, Date.now());
-    if (!planRemovesAny(plan)) return;
-    const progress = { removed: 0, freedBytes: 0 };
-    const seen = new Set<string>();
-    let batch: string[] = [];
-    /** Minute directories the walk went through whole: removed once empty (a message still finishing keeps one). */
-    let emptied: string[] = [];
-    const flush = async (): Promise<void> => {
-      if (batch.length > 0) {
-        await pace();
-        for (const id of batch) {
-          if (store.discard(state, id)) {
-            this.d.forget(state, id);
-            removed.messages++;
-          }
+async function cleanState(s: QueueState, state: CleanedState, limits: RetentionLimits, removed: StateUsage, pace: () => Promise<void>): Promise<void> {
+  const { store, layout } = s;
+  const bytes = limits.max_bytes === null ? {} : { bytes: (await measureState(layout, store, state)).bytes };
+  const plan = planClean(limits, { count: state === 'err' ? s.errIds.size : s.counts[state], ...bytes }, Date.now());
+  if (!planRemovesAny(plan)) return;
+  const progress = { removed: 0, freedBytes: 0 };
+  const seen = new Set<string>();
+  let batch: string[] = [];
+  /** Minute directories the walk went through whole: removed once empty (a message still finishing keeps one). */
+  let emptied: string[] = [];
+  const flush = async (): Promise<void> => {
+    if (batch.length > 0) {
+      await pace();
+      for (const id of batch) {
+        if (store.discard(state, id)) {
+          if (state === 'err') forgetErr(s, id);
+          else s.counts[state]--;
+          removed.messages++;
         }
-        batch = [];
-        const freed = await emptyTrash(layout);
-        removed.bytes += freed;
       }
-      for (const dir of emptied) store.pruneHashed(dir);
-      emptied = [];
-    };
-    walk: for await (const group of this.oldestFirst(state)) {
-      for (const { id, sinceMs } of group.messages) {
-        if (!isSelected(plan, progress, sinceMs)) break walk;
-        if (this.d.isFinishing(id) || this.d.keepsOwnTtl(state, id)) continue;
-        if (plan.bytesOver > 0) {
-          const bytesOfMessage = await treeBytes(path.join(group.dir, id), seen);
-          progress.freedBytes += bytesOfMessage;
-        }
-        progress.removed++;
-        batch.push(id);
-        if (batch.length >= BATCH_MESSAGES) await flush();
-      }
-      if (HASHED_STATES.has(state)) emptied.push(group.dir);
+      batch = [];
+      const freed = await emptyTrash(layout);
+      removed.bytes += freed;
     }
-    await flush();
+    for (const dir of emptied) store.pruneHashed(dir);
+    emptied = [];
+  };
+  walk: for await (const group of oldestFirst(s, state)) {
+    for (const { id, sinceMs } of group.messages) {
+      if (!isSelected(plan, progress, sinceMs)) break walk;
+      // A run leaves `run` (finish-run.ts) only after its final state counts it.
+      if (s.run.has(id) || keepsOwnTtl(s, state, id)) continue;
+      if (plan.bytesOver > 0) {
+        const bytesOfMessage = await treeBytes(path.join(group.dir, id), seen);
+        progress.freedBytes += bytesOfMessage;
+      }
+      progress.removed++;
+      batch.push(id);
+      if (batch.length >= BATCH_MESSAGES) await flush();
+    }
+    if (HASHED_STATES.has(state)) emptied.push(group.dir);
   }
+  await flush();
 }

@@ -1,9 +1,9 @@
 /**
  * One lock per message, for the queue process. A command that moves or changes one
- * message runs under its lock (`exclusive`): the engine's commit, finishing run, delete,
- * destroy, run now, clone and attachments, and the pull commands that change a message
- * (lease, ack, nack, touch, set, TTR and TTL ends...). A lookup of one message (the
- * engine's get_message and state, pull's peek of a ref) waits until it is free
+ * message runs under its lock (`exclusive`): commit, a finishing run, delete, destroy,
+ * run now, clone and attachments, and the pull commands that change a message (lease,
+ * ack, nack, touch, set, TTR and TTL ends...). A lookup of one message (get_message and
+ * its state and status, peek of a ref) waits until it is free
  * (`settled`) and reads in that same turn, without taking the lock, so
  * reading a message never holds back a lease of it. A move renames the message's
  * directory before its group commit's directory fsync ends, and memory follows only then;
@@ -18,12 +18,13 @@
  * removal of finished messages, and the listings (`messages`, `search`, pull's `list` and
  * `peek` of the next message), which may show a message where it was, or where it went.
  */
+import { coerceError } from '../domain/errors.js';
 /** `fn()`, with a synchronous throw turned into a rejection. */
 function start<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return fn();
   } catch (e) {
-    return Promise.reject(e as Error);
+    return Promise.reject(coerceError(e));
   }
 }
 
@@ -32,7 +33,7 @@ export class MessageLocks {
   private readonly tails = new Map<string, Promise<void>>();
   private readonly onFree: () => void;
 
-  /** `onFree` runs whenever a message's last call has ended (the pull desk wakes its waiters). */
+  /** `onFree` runs whenever a message's last call has ended (the queue wakes its waiting leases). */
   constructor(onFree: () => void) {
     this.onFree = onFree;
   }

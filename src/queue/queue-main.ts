@@ -2,7 +2,7 @@
  * Entry point of a queue process: `node dist/src/queue/queue-main.js <queue>`, for the
  * install root `installRoot()` (RQ_ROOT, as rq-mgr sets it, else the package root). It
  * takes the queue's lock (process-lock.ts), writes `queue.pid`, recovers the queue,
- * serves `queue.sock`, and runs the engine until TERM, a `shutdown` RPC, or the loss of
+ * serves `queue.sock`, and runs the queue until TERM, a `shutdown` RPC, or the loss of
  * its supervisor (parent-link.ts), whenever that happens, even while it starts.
  * Workers are never signalled on exit (spec/rq.md §4.3): they outlive a restart, and
  * recovery waits for them.
@@ -33,9 +33,12 @@ import { readMainConfig } from '../store/config-files.js';
 import { createGroupCommitter } from '../store/group-commit.js';
 import { ensureQueueDirs, queueLayout, rootLayout } from '../store/layout.js';
 import { createMessageStore } from '../store/message-store.js';
-import { runCommand } from './commands.js';
+import { refreshFlags } from './flags.js';
 import { watchHints } from './hints.js';
-import { QueueEngine } from './queue-engine.js';
+import { noticeQueName } from './que-memory.js';
+import { createQueue, reloadConfig, startQueue, stopQueue } from './queue-engine.js';
+import { runCommand } from './run-command.js';
+import type { QueueState } from './state.js';
 import { Spawner } from '../spawn/spawner.js';
 
 const root = rootLayout(installRoot());
@@ -70,7 +73,7 @@ function fatal(message: string): never {
   process.exit(1);
 }
 
-if (!isValidQueueName(name)) fatal(`invalid queue name [${name}]. Exiting.`);
+if (!isValidQueueName(name)) fatal(`invalid queue name [${String(name)}]. Exiting.`);
 const layout = queueLayout(root, name);
 if (!fs.existsSync(layout.dir)) fatal(`no queue directory ${layout.dir}. Exiting.`);
 process.title = `[rq-que] [${name}]`;
@@ -100,7 +103,7 @@ try {
 ensureQueueDirs(layout);
 const committer = createGroupCommitter();
 const spawner = new Spawner(name, log, Number(process.env['RQ_SPAWNER_IDLE_MS'] ?? 300_000));
-const engine: QueueEngine = new QueueEngine(
+const queue: QueueState = createQueue(
   {
     root,
     layout,
@@ -108,10 +111,10 @@ const engine: QueueEngine = new QueueEngine(
     store: createMessageStore(layout, committer),
     committer,
     log,
-    callQueue: async (queue, command, arg) => {
-      if (queue === name) return runCommand(engine, log, command, JSON.stringify(arg));
+    callQueue: async (target, command, arg) => {
+      if (target === name) return runCommand(queue, command, JSON.stringify(arg));
       // Another queue's process may be restarting: wait for it; a create is settled by its id (client/call.ts).
-      return callRpc(queueLayout(root, queue).socket, command, arg, { peer: `Queue ${queue}`, waitMs: RESTART_WAIT_MS });
+      return callRpc(queueLayout(root, target).socket, command, arg, { peer: `Queue ${target}`, waitMs: RESTART_WAIT_MS });
     },
     spawner,
     indexCompactLines: Number(process.env['RQ_INDEX_COMPACT_LINES'] ?? 50_000),
@@ -129,7 +132,7 @@ function stop(code: number): void {
   if (exiting) return;
   exiting = true;
   lock?.markExiting();
-  engine.stop();
+  stopQueue(queue);
   const answered = new Promise<void>((resolve) => {
     server.close(() => resolve());
     setTimeout(resolve, 1_000).unref();
@@ -149,24 +152,24 @@ watchHints(
   [path.basename(layout.downFlag), path.basename(layout.pauseFlag)],
   {
     queNames: (names) => {
-      for (const id of names) engine.noticeQueName(id);
+      for (const id of names) noticeQueName(queue, id);
     },
     queOverflow: () => {
-      for (const id of fs.readdirSync(queDir)) engine.noticeQueName(id);
+      for (const id of fs.readdirSync(queDir)) noticeQueName(queue, id);
     },
-    flags: () => engine.refreshFlags(),
+    flags: () => refreshFlags(queue),
   },
   log,
 );
 
-engine.start();
+startQueue(queue);
 
 const server = createRpcServer(async (command, argument, conn) => {
   if (command === 'shutdown') {
     setImmediate(() => exit(0));
     return '["ok"]';
   }
-  const reply = await runCommand(engine, log, command, argument, conn);
+  const reply = await runCommand(queue, command, argument, conn);
   return Array.isArray(reply) && reply.length === 1 && reply[0] === 'ERROR' ? '[ "ERROR" ]' : JSON.stringify(reply);
 });
 fs.rmSync(layout.socket, { force: true });
@@ -174,5 +177,5 @@ listenOwnerOnly(server, layout.socket, () => log.info({ socket: layout.socket },
 server.on('error', (e) => fatal(`cannot serve ${layout.socket}: ${e.message}`));
 stopServing = stop;
 
-process.on('SIGHUP', () => engine.reload());
+process.on('SIGHUP', () => reloadConfig(queue));
 

@@ -6,25 +6,10 @@
  * however busy the queue is: the trailing minute is a ring of per-second slots, not a
  * list of timestamps.
  */
+import type { StatsCounters } from '../rpc/queue-api.js';
 
 /** Upper bounds (seconds) of the run-duration buckets; `+Inf` is implied. */
 const RUN_SECONDS_BOUNDS = [0.1, 0.5, 1, 5, 30, 120, 600] as const;
-
-export interface StatsReply {
-  created: number;
-  done: number;
-  err: number;
-  relayed: number;
-  spawn_failures: number;
-  /**
-   * `buckets` maps each bound (`"0.1"` … `"600"`, `"+Inf"`) to the number of runs that
-   * took at most that long. JSON key order: JavaScript lists integer-like keys (`"1"`,
-   * `"5"`, …) before the others, so parse it as an object, not by position.
-   */
-  run_seconds: { sum: number; count: number; buckets: Record<string, number> };
-  done_last_minute: number;
-  err_last_minute: number;
-}
 
 /** Events of the trailing 60 seconds, in 60 one-second slots reused round-robin. */
 class MinuteWindow {
@@ -86,7 +71,7 @@ export class QueueStats {
     });
   }
 
-  snapshot(nowMs = Date.now()): StatsReply {
+  snapshot(nowMs = Date.now()): StatsCounters {
     const buckets: Record<string, number> = {};
     RUN_SECONDS_BOUNDS.forEach((bound, i) => (buckets[String(bound)] = this.runBuckets[i]!));
     buckets['+Inf'] = this.runCount;

@@ -1,6 +1,6 @@
 /**
  * A timetable of instants, one per message, on one Node timer: the pull model's lease
- * ends (TTR) and expiries (TTL) (pull.ts). Setting a message's instant replaces the old
+ * ends (TTR) and expiries (TTL) (timers.ts). Setting a message's instant replaces the old
  * one; when instants come, `onDue(id, at)` is called for each, in time order.
  *
  * Inside is a min-heap of (instant, id) and a map of each message's current instant.

@@ -11,6 +11,7 @@
  * refusal is `delete_attach_message`'s `[false, text]`, RQ's. A command the queue does not
  * know gets `["ERROR"]`, which no client of this map sends.
  */
+import type { DiskUsage, StateUsage } from '../domain/disk-usage.js';
 import type { ErrorCode } from '../domain/errors.js';
 import type { Lease, Message, MessageInput } from '../domain/message.js';
 import type { QueueConfig, ScheduleEntry } from '../domain/queue-config.js';
@@ -96,20 +97,7 @@ export interface ScheduleStatus extends ScheduleEntry {
   error?: string;
 }
 
-export interface StateUsage {
-  messages: number;
-  bytes: number;
-}
-
-/** One measurement of a queue's disk usage. */
-export interface DiskUsage {
-  /** When the walk ended, epoch seconds. */
-  measured_at: number;
-  took_ms: number;
-  /** Every state's bytes together. */
-  bytes: number;
-  states: Record<State, StateUsage>;
-}
+export type { DiskUsage, StateUsage } from '../domain/disk-usage.js';
 
 /** The counters of a queue process since it started. */
 export interface StatsCounters {

@@ -19,6 +19,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { DiskUsage, StateUsage } from '../domain/disk-usage.js';
 import { STATES, type State } from '../domain/states.js';
 import { lstatOrUndefined, readdirOrEmpty } from './if-present.js';
 import type { QueueLayout } from './layout.js';
@@ -26,22 +27,6 @@ import type { MessageStore } from './message-store.js';
 
 /** Filesystem calls in flight at once during a walk (libuv has 16 threads in a queue process). */
 const WALK_CONCURRENCY = 4;
-
-export interface StateUsage {
-  messages: number;
-  bytes: number;
-}
-
-/** One measurement of a queue (the `disk` of its `stats` reply). */
-export interface DiskUsage {
-  /** When the walk ended, epoch seconds. */
-  measured_at: number;
-  /** How long the walk took. */
-  took_ms: number;
-  /** Every state's bytes together. */
-  bytes: number;
-  states: Record<State, StateUsage>;
-}
 
 /** Run `fn` on every item, at most `limit` at a time. */
 async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {

@@ -22,49 +22,25 @@
  * crash before the commit leaves a half-made message in `prep/_*`, removed at start-up,
  * after which the entry is stale.
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { RqError, errnoCode } from '../domain/errors.js';
+import { extIdLinkName, isLinkedEntry, parseMarker, type ExtIdMarker, type ExtIdTarget } from '../domain/ext-id-names.js';
 import { lstatOrUndefinedSync } from './if-present.js';
 
-/** The file in a message's directory that index entries link to. */
-export const EXT_ID_FILE = 'ext_id';
-/** The longest encoded name kept as it is (file names may have 255 bytes). */
-const MAX_PLAIN = 200;
+export { EXT_ID_FILE, markerContent, type ExtIdTarget } from '../domain/ext-id-names.js';
 
-/** What a marker file names. */
-export interface ExtIdTarget {
-  queue: string;
-  id: string;
-}
-
-interface Marker extends ExtIdTarget {
-  ext_id: string;
-}
-
-function linkName(extId: string): string {
-  const plain = Buffer.from(extId, 'utf8').toString('base64url');
-  return plain.length <= MAX_PLAIN ? plain : `~${createHash('sha256').update(extId).digest('base64url')}`;
-}
-
-/** The content of a message's marker file. */
-export function markerContent(queue: string, id: string, extId: string): Buffer {
-  return Buffer.from(JSON.stringify({ queue, id, ext_id: extId } satisfies Marker));
-}
-
-function readMarker(file: string): Marker | undefined {
+function readMarker(file: string): ExtIdMarker | undefined {
   try {
-    const m = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<Marker>;
-    return typeof m.queue === 'string' && typeof m.id === 'string' && typeof m.ext_id === 'string' ? (m as Marker) : undefined;
+    return parseMarker(fs.readFileSync(file, 'utf8'));
   } catch {
     return undefined;
   }
 }
 
-/** An entry that may name a live message: a file with another name (its marker). */
+/** An entry that may name a live message (ext-id-names.ts). */
 function linked(st: fs.Stats | undefined): st is fs.Stats {
-  return st !== undefined && st.isFile() && st.nlink >= 2;
+  return isLinkedEntry(st);
 }
 
 let seq = 0;
@@ -84,7 +60,7 @@ export interface ExtIdIndex {
 }
 
 export function extIdIndex(dir: string): ExtIdIndex {
-  const file = (extId: string): string => path.join(dir, linkName(extId));
+  const file = (extId: string): string => path.join(dir, extIdLinkName(extId));
   /** A stale entry out of the way; false when it turned out not to be stale (someone claimed meanwhile). */
   const clearStale = (f: string, stale: fs.Stats): boolean => {
     const aside = `${f}.${process.pid}.${seq++}.stale`;

@@ -12,6 +12,10 @@
  * is a bare rename into the queue's trash too: a crash before it is durable leaves the
  * message where it was, and the next clean takes it again.
  *
+ * The store is the only code that writes or moves message files: attachments
+ * (attachments.ts) and a run's `pid` and `job/` (run-files.ts) are its parts too, and
+ * what start-up does with what a crash left is recover.ts.
+ *
  * Preconditions are the renames themselves: a missing source is ENOENT, which becomes
  * `RqError('RQ_NOT_IN_STATE')` and is never ignored. A full disk (ENOSPC, EDQUOT) is
  * `RqError('RQ_NO_SPACE')`, `no space left on device: queues/<q>`, whichever write met
@@ -25,8 +29,11 @@ import { parseMessage, type Message } from '../domain/message.js';
 import { HASHED_STATES, isLegalMove, type State } from '../domain/states.js';
 import { EXT_ID_FILE } from './ext-ids.js';
 import type { GroupCommitter } from './group-commit.js';
-import { lstatOrUndefined, readdirOrEmpty, readdirOrEmptySync } from './if-present.js';
+import { createAttachmentStore, linkOrCopy, type AttachmentStore } from './attachments.js';
+import { countHashed, hashedIds, isMessageName, stateGroups, type MessageGroup } from './hashed-tree.js';
+import { lstatOrUndefined, readdirOrEmptySync } from './if-present.js';
 import type { QueueLayout } from './layout.js';
+import { createRunFiles, type RunFiles } from './run-files.js';
 import { entryFromMessage, journalLine, type QueEntry } from './que-index.js';
 
 /** Content of a `status` file: `{"job_status": <text or null>}`. */
@@ -52,6 +59,8 @@ export interface CreateOptions {
   marker?: (msg: Message) => { content: Buffer; claim: (file: string) => void; dir: string } | undefined;
   /** Called with the new id once everything is written, and awaited before the commit (an RPC client's announcement). */
   allocated?: Allocated;
+  /** Attachments of another message of the queue, hard-linked (or copied) in with the message (a clone's). */
+  linkFrom?: { state: State; id: string; names: readonly string[] };
 }
 
 /** Told a new message's short id before its commit; the commit waits for it. */
@@ -63,7 +72,7 @@ export interface Created {
   entry?: QueEntry;
 }
 
-export interface MessageStore {
+export interface MessageStore extends AttachmentStore, RunFiles {
   /** Allocate an id, write `msg` and commit it to `prep` or straight to `que`. */
   create(build: (shortId: string) => Message, to: 'prep' | 'que', opts?: CreateOptions): Promise<Created>;
   /** A durable move into `que`, saving `msg` (the index is made from it); returns the index entry. */
@@ -86,6 +95,8 @@ export interface MessageStore {
   remove(state: State, id: string): void;
   exists(state: State, id: string): boolean;
   readMsg(state: State, id: string): Message;
+  /** `readMsg` of a message listed by `groups` (in directory `dir`), asynchronously: a walk of a big state never blocks the event loop. */
+  readGroupMsg(dir: string, id: string): Promise<Message>;
   /** Rewrite `msg` in place (tmp, rename). Made durable by the message's next move. */
   writeMsg(state: State, id: string, msg: Message): void;
   readStatus(state: State, id: string): { job_status: JobStatus } | undefined;
@@ -126,14 +137,7 @@ export interface MessageStore {
   pruneHashed(minuteDir: string): void;
 }
 
-/** Messages listed together: their directory and their names (ids). */
-export interface MessageGroup {
-  dir: string;
-  ids: string[];
-}
-
-/** Names at each level of a hashed tree: day, hour, minute, then message ids. */
-const LEVEL_RE = [/^\d{8}$/, /^\d\d$/, /^\d\d$/, /^\d\d/];
+export type { MessageGroup } from './hashed-tree.js';
 
 /**
  * Most messages in these states have no `status` file: a stat first is cheaper than the
@@ -141,33 +145,6 @@ const LEVEL_RE = [/^\d{8}$/, /^\d\d$/, /^\d\d$/, /^\d\d/];
  * always there, and the stat would only add a syscall.
  */
 const STATUS_OFTEN_MISSING: ReadonlySet<State> = new Set(['prep', 'que']);
-
-/** A name in a flat state directory that is a message, not a temp name. */
-function isMessageName(name: string): boolean {
-  return !name.startsWith('_') && !name.startsWith('.');
-}
-
-/** The names of one level of a hashed tree that belong there, in walk order (a minute's ids unsorted). */
-function levelNames(names: string[], level: number, newestFirst: boolean): string[] {
-  const kept = names.filter((n) => LEVEL_RE[level]!.test(n));
-  if (level < 3) kept.sort();
-  if (level < 3 && newestFirst) kept.reverse();
-  return kept;
-}
-
-/** A hashed tree's minute directories with their (unsorted) ids, newest minute first or oldest first. */
-function* minuteDirs(dir: string, newestFirst: boolean, level = 0): Generator<MessageGroup> {
-  const names = levelNames(readdirOrEmptySync(dir), level, newestFirst);
-  if (level === 3) yield { dir, ids: names };
-  else for (const name of names) yield* minuteDirs(path.join(dir, name), newestFirst, level + 1);
-}
-
-/** `minuteDirs`, each directory listed asynchronously (a clean or a measurement never blocks the event loop). */
-async function* minuteDirsAsync(dir: string, newestFirst: boolean, level = 0): AsyncGenerator<MessageGroup> {
-  const names = levelNames(await readdirOrEmpty(dir), level, newestFirst);
-  if (level === 3) yield { dir, ids: names };
-  else for (const name of names) yield* minuteDirsAsync(path.join(dir, name), newestFirst, level + 1);
-}
 
 function notInState(id: string, from: State, cause: unknown): RqError {
   return new RqError('RQ_NOT_IN_STATE', `message ${id} is not in ${from}`, { cause });
@@ -291,6 +268,9 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
   }
 
   return {
+    ...createAttachmentStore(q),
+    ...createRunFiles(q),
+
     async create(build, to, opts = {}) {
       const ts = idTimestamp(new Date());
       const tmpDir = path.join(q.stateDir('prep'), `_${ts}.${process.pid}.${seq++}`);
@@ -311,6 +291,13 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
           const attach = path.join(tmpDir, 'attach');
           fs.mkdirSync(attach);
           for (const [name, data] of Object.entries(opts.files)) fds.push(openForWrite(path.join(attach, name), data));
+          fds.push(fs.openSync(attach, 'r'));
+        }
+        if (opts.linkFrom && opts.linkFrom.names.length > 0) {
+          const from = path.join(q.msgDir(opts.linkFrom.state, opts.linkFrom.id), 'attach');
+          const attach = path.join(tmpDir, 'attach');
+          fs.mkdirSync(attach, { recursive: true });
+          for (const name of opts.linkFrom.names) linkOrCopy(path.join(from, name), path.join(attach, name));
           fds.push(fs.openSync(attach, 'r'));
         }
         const marker = opts.marker?.(msg);
@@ -403,6 +390,18 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       return parseMessage(text, where);
     },
 
+    async readGroupMsg(dir, id) {
+      const file = path.join(dir, id, 'msg');
+      const where = path.relative(q.root.root, file);
+      let text: string;
+      try {
+        text = await fs.promises.readFile(file, 'utf8');
+      } catch (e) {
+        throw new RqError('RQ_BAD_MESSAGE', `${where}: msg is unreadable`, { cause: e });
+      }
+      return parseMessage(text, where);
+    },
+
     writeMsg(state, id, msg) {
       const dir = q.msgDir(state, id);
       replaceFile(path.join(dir, 'tmp'), path.join(dir, 'msg'), JSON.stringify(msg));
@@ -435,34 +434,11 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       return names.filter(isMessageName);
     },
 
-    *hashedIds(state, offset = 0) {
-      let skip = offset;
-      for (const { ids } of minuteDirs(q.stateDir(state), true)) {
-        if (skip >= ids.length) {
-          skip -= ids.length;
-          continue;
-        }
-        ids.sort().reverse();
-        for (let i = skip; i < ids.length; i++) yield ids[i]!;
-        skip = 0;
-      }
-    },
+    hashedIds: (state, offset) => hashedIds(q.stateDir(state), offset),
 
-    countHashed(state) {
-      let n = 0;
-      for (const { ids } of minuteDirs(q.stateDir(state), true)) n += ids.length;
-      return n;
-    },
+    countHashed: (state) => countHashed(q.stateDir(state)),
 
-    async *groups(state, order) {
-      const dir = q.stateDir(state);
-      const sorted = (group: MessageGroup): MessageGroup => (order === 'oldest' ? { dir: group.dir, ids: group.ids.sort() } : group);
-      if (!HASHED_STATES.has(state)) {
-        yield sorted({ dir, ids: (await readdirOrEmpty(dir)).filter(isMessageName) });
-        return;
-      }
-      for await (const group of minuteDirsAsync(dir, order !== 'oldest')) yield sorted(group);
-    },
+    groups: (state, order) => stateGroups(q.stateDir(state), HASHED_STATES.has(state), order),
 
     async enteredAt(state, id) {
       return (await lstatOrUndefined(q.msgDir(state, id)))?.ctimeMs;

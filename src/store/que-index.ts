@@ -43,7 +43,7 @@ export interface QueEntry {
   dest: unknown;
   /** param1..param4, `null` when absent, a BigParam when big. */
   params: readonly unknown[];
-  /** Pull messages only (pull.ts): the ready order (see que-list.ts) and the TTL. */
+  /** Pull messages only (queue/pull-messages.ts): the ready order (see que-list.ts) and the TTL. */
   pull?: PullOrder;
 }
 
@@ -110,7 +110,7 @@ function compactParams(params: readonly unknown[]): readonly unknown[] {
 
 /** The params of a journal line (see the file comment), or undefined when they are not there. */
 function lineParams(value: unknown): unknown[] | undefined {
-  if (Array.isArray(value)) return value;
+  if (Array.isArray(value)) return value as unknown[];
   if (!isPlainObject(value) || !Array.isArray(value['p']) || !Array.isArray(value['d'])) return undefined;
   const digests = value['d'];
   return value['p'].map((p: unknown, i) => (typeof digests[i] === 'string' ? new BigParam(digests[i]) : p));

@@ -19,8 +19,10 @@ import { BUILTIN_QUEUES, isValidQueueName } from '../domain/names.js';
 import { RULES_FILE_NAME } from '../router/rules.js';
 import { queueLayout, type QueueLayout, type RootLayout } from '../store/layout.js';
 import { runningPid } from '../supervisor/pid-file.js';
-import { PROBE_TIMEOUT_MS } from './queue-info.js';
 import { webError } from './web-errors.js';
+
+/** How long a probe of rq-mgr or a queue (queue-info.ts) waits for one RPC answer. */
+export const PROBE_TIMEOUT_MS = 2_000;
 
 export interface Gateway {
   root: RootLayout;

@@ -157,7 +157,7 @@ export function multipart(): RequestHandler {
       return;
     }
     const temps = tempFiles();
-    REMOVERS.set(res, temps.remove);
+    REMOVERS.set(res, () => temps.remove());
     res.on('close', () => void temps.remove());
     const fields: [string, string][] = [];
     const files: Record<string, Upload> = {};

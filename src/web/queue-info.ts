@@ -9,10 +9,7 @@
  */
 import { isRefusal } from '../client/refusal.js';
 import type { QueueStatus } from '../rpc/queue-api.js';
-import type { Gateway } from './gateway.js';
-
-/** How long a probe waits for one RPC answer. */
-export const PROBE_TIMEOUT_MS = 2_000;
+import { PROBE_TIMEOUT_MS, type Gateway } from './gateway.js';
 
 /** A queue that answered: its `stats`. */
 export type LiveQueue = { name: string; up: true } & QueueStatus;

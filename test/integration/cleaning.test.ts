@@ -173,7 +173,7 @@ describe('clean', () => {
     expect((await stats('w')).counts['done']).toBe(2);
     expect(await t.rpc('w', 'messages', { state: 'done' })).toEqual([{ msg_id: ids[5] }, { msg_id: ids[4] }]);
     expect(hashedTree('w', 'done').ids).toEqual(ids.slice(4));
-    for (const id of ids.slice(0, 4)) expect(await t.rpc('w', 'get_message_state', { msg_id: id })).toEqual(['fail', 'msg not found']);
+    for (const id of ids.slice(0, 4)) expect(await t.rpc('w', 'get_message_state', { msg_id: id })).toEqual(['fail', 'msg not found', 'RQ_NOT_FOUND']);
     expect(trash('w')).toEqual([]);
     // Nothing more is over the limit.
     expect((await clean('w')).removed.done.messages).toBe(0);
@@ -433,9 +433,9 @@ describe('clean', () => {
     fs.writeFileSync(path.join(left, 'job', 'stdio.log'), 'x'.repeat(10_000));
     expect((await clean('w')).removed.done.messages).toBe(0);
     expect(trash('w')).toEqual([]);
-    expect(await t.rpc('w', 'clean', { max_age_days: -1 })).toEqual(['fail', "'max_age_days' must be a number of days >= 0, got -1"]);
+    expect(await t.rpc('w', 'clean', { max_age_days: -1 })).toEqual(['fail', "'max_age_days' must be a number of days >= 0, got -1", 'RQ_BAD_REQUEST']);
     fs.writeFileSync(path.join(t.root, 'config/w.down'), '');
-    expect(await t.rpc('w', 'clean', {})).toEqual(['fail', 'status: DOWN']);
+    expect(await t.rpc('w', 'clean', {})).toEqual(['fail', 'status: DOWN', 'RQ_QUEUE_DOWN']);
   });
 });
 

@@ -104,7 +104,7 @@ describe('one message, one command at a time', () => {
     fs.rmSync(hold);
     expect((await leasing).map((j: Job) => j.id)).toEqual([id]);
     expect(await deleting).toEqual(['ok', 'msg deleted']);
-    expect(await t().rpc(q, 'get_message_state', { msg_id: id })).toEqual(['fail', 'msg not found']);
+    expect(await t().rpc(q, 'get_message_state', { msg_id: id })).toEqual(['fail', 'msg not found', 'RQ_NOT_FOUND']);
     expect(await ok(t(), q, 'pull_stats', {})).toMatchObject({ ready: 0, leased: 0 });
   });
 

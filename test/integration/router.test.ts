@@ -151,7 +151,7 @@ describe('a bad rules file', () => {
     await waitFor(async () => JSON.stringify(await t.rpc('rq_router', 'status', '')) === '["DOWN"]', 10_000, 'rq_router to go DOWN');
     await waitFor(async () => JSON.stringify(await t.rpc('rq_router', 'messages', { state: 'err' })).includes(id), 10_000, 'the message to reach err');
     expect(errStatus(id)).toEqual({ job_status: `Bad rule file at: ${rulesFile}` });
-    expect(await t.rpc('rq_router', 'create_message', { dest: 'q1' })).toEqual(['fail', 'status: DOWN']);
+    expect(await t.rpc('rq_router', 'create_message', { dest: 'q1' })).toEqual(['fail', 'status: DOWN', 'RQ_QUEUE_DOWN']);
     return id;
   }
 

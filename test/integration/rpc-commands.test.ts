@@ -61,19 +61,19 @@ describe('queue process RPC', () => {
   it('refuses bad input with a clear fail and keeps serving', async () => {
     t.addQueue({ name: 'q1', num_workers: 0 });
     await t.start('q1');
-    expect(await t.rpc('q1', 'create_message', { src: 'no dest' })).toEqual(['fail', 'input missing required "dest" parameter']);
+    expect(await t.rpc('q1', 'create_message', { src: 'no dest' })).toEqual(['fail', 'input missing required "dest" parameter', 'RQ_BAD_MESSAGE']);
     const bad = await t.rpcRaw('q1', 'create_message', '{not json');
-    expect(bad).toEqual(['fail', expect.stringContaining('argument is not valid JSON')]);
-    expect(await t.rpcRaw('q1', 'create_message', '[1,2]')).toEqual(['fail', 'argument must be a JSON object, got [1,2]']);
-    expect(await t.rpc('q1', 'get_message', {})).toEqual(['fail', "lacking 'msg_id' field"]);
-    expect(await t.rpc('q1', 'get_message', { msg_id: '../../../etc' })).toEqual(['fail', 'msg not found']);
+    expect(bad).toEqual(['fail', expect.stringContaining('argument is not valid JSON'), 'RQ_BAD_REQUEST']);
+    expect(await t.rpcRaw('q1', 'create_message', '[1,2]')).toEqual(['fail', 'argument must be a JSON object, got [1,2]', 'RQ_BAD_REQUEST']);
+    expect(await t.rpc('q1', 'get_message', {})).toEqual(['fail', "lacking 'msg_id' field", 'RQ_BAD_REQUEST']);
+    expect(await t.rpc('q1', 'get_message', { msg_id: '../../../etc' })).toEqual(['fail', 'msg not found', 'RQ_NOT_FOUND']);
     // A pid file reachable by traversal is never read, let alone signalled.
     fs.mkdirSync(path.join(t.root, 'victim'));
     fs.writeFileSync(path.join(t.root, 'victim', 'pid'), String(process.pid));
-    expect(await t.rpc('q1', 'destroy_message', { msg_id: '../../../victim' })).toEqual(['fail', 'msg not found']);
-    expect(await t.rpc('q1', 'get_message', { msg_id: '20261121.0527.42.578.1' })).toEqual(['fail', 'msg not found']);
-    expect(await t.rpc('q1', 'commit_message', { msg_id: '20261121.0527.42.578.100110011' })).toEqual(['fail', 'cannot find message']);
-    expect(await t.rpc('q1', 'messages', { state: 'nope' })).toEqual(['fail', "invalid or missing 'state' field (nope)"]);
+    expect(await t.rpc('q1', 'destroy_message', { msg_id: '../../../victim' })).toEqual(['fail', 'msg not found', 'RQ_NOT_FOUND']);
+    expect(await t.rpc('q1', 'get_message', { msg_id: '20261121.0527.42.578.1' })).toEqual(['fail', 'msg not found', 'RQ_NOT_FOUND']);
+    expect(await t.rpc('q1', 'commit_message', { msg_id: '20261121.0527.42.578.100110011' })).toEqual(['fail', 'cannot find message', 'RQ_NOT_IN_STATE']);
+    expect(await t.rpc('q1', 'messages', { state: 'nope' })).toEqual(['fail', "invalid or missing 'state' field (nope)", 'RQ_BAD_REQUEST']);
     expect(await t.rpc('q1', 'no_such_command', {})).toEqual(['ERROR']);
     // A bad header drops the connection without a reply; the process keeps going.
     const dropped = await new Promise<string>((resolve) => {
@@ -114,18 +114,19 @@ describe('queue process RPC', () => {
     expect(await t.rpc('q1', 'attach_message', { msg_id: id, pathname: 'relative.txt' })).toEqual([
       'fail',
       'Invalid pathname, must be normalized relative.txt (ie. must start with /',
+      'RQ_ATTACH',
     ]);
-    expect(await t.rpc('q1', 'attach_message', { msg_id: id, pathname: '/nonexistent/x' })).toEqual(['fail', 'No such file /nonexistent/x to attach to message']);
-    expect(await t.rpc('q1', 'attach_message', { msg_id: id, pathname: t.root })).toEqual(['fail', `Attachment currently cannot be a directory ${t.root}`]);
-    expect(await t.rpc('q1', 'attach_message', { msg_id: id, pathname: file, name: '.hidden' })).toEqual(['fail', 'Attachment name as a dot-file not allowed: .hidden']);
-    expect(await t.rpc('q1', 'attach_message', { msg_id: id, pathname: file, name: 'a*b' })).toEqual(['fail', 'Attachment name has invalid character. not allowed: a*b']);
-    expect(await t.rpc('q1', 'attach_message', { msg_id: id, pathname: file, name: '../escape' })).toEqual(['fail', 'Attachment name as a dot-file not allowed: ../escape']);
-    expect(await t.rpc('q1', 'attach_message', { msg_id: id, pathname: file, name: 'a/b' })).toEqual(['fail', 'Attachment name has invalid character. not allowed: a/b']);
+    expect(await t.rpc('q1', 'attach_message', { msg_id: id, pathname: '/nonexistent/x' })).toEqual(['fail', 'No such file /nonexistent/x to attach to message', 'RQ_ATTACH']);
+    expect(await t.rpc('q1', 'attach_message', { msg_id: id, pathname: t.root })).toEqual(['fail', `Attachment currently cannot be a directory ${t.root}`, 'RQ_ATTACH']);
+    expect(await t.rpc('q1', 'attach_message', { msg_id: id, pathname: file, name: '.hidden' })).toEqual(['fail', 'Attachment name as a dot-file not allowed: .hidden', 'RQ_ATTACH']);
+    expect(await t.rpc('q1', 'attach_message', { msg_id: id, pathname: file, name: 'a*b' })).toEqual(['fail', 'Attachment name has invalid character. not allowed: a*b', 'RQ_ATTACH']);
+    expect(await t.rpc('q1', 'attach_message', { msg_id: id, pathname: file, name: '../escape' })).toEqual(['fail', 'Attachment name as a dot-file not allowed: ../escape', 'RQ_ATTACH']);
+    expect(await t.rpc('q1', 'attach_message', { msg_id: id, pathname: file, name: 'a/b' })).toEqual(['fail', 'Attachment name has invalid character. not allowed: a/b', 'RQ_ATTACH']);
     await t.rpc('q1', 'attach_message', { msg_id: id, pathname: file, name: 'second.txt' });
     expect(await t.rpc('q1', 'delete_attach_message', { msg_id: id, attachment_name: 'second.txt' })).toEqual(['ok', 'Attachment deleted successfully']);
     expect(await t.rpc('q1', 'delete_attach_message', { msg_id: id, attachment_name: 'second.txt' })).toEqual([false, 'No attachment with that named for msg']);
     expect(await t.rpc('q1', 'commit_message', { msg_id: id })).toEqual(['ok', 'msg commited']);
-    expect(await t.rpc('q1', 'commit_message', { msg_id: id })).toEqual(['fail', 'cannot find message']);
+    expect(await t.rpc('q1', 'commit_message', { msg_id: id })).toEqual(['fail', 'cannot find message', 'RQ_NOT_IN_STATE']);
     await t.waitState('q1', id, 'done');
     const view = await t.message('q1', id);
     const attachments = view['_attachments'] as Record<string, { md5: string; size: number; path: string }>;
@@ -134,7 +135,7 @@ describe('queue process RPC', () => {
     expect(attachments['payload.bin']!.md5).toBe(att[1].slice(0, 32));
     expect(attachments['payload.bin']!.path).toBe(path.join(t.root, view['path'] as string, 'attach/payload.bin'));
     expect(fs.readFileSync(attachments['payload.bin']!.path, 'utf8')).toBe('hello attachment');
-    expect(await t.rpc('q1', 'delete_attach_message', { msg_id: id, attachment_name: 'payload.bin' })).toEqual(['fail', 'msg not in prep']);
+    expect(await t.rpc('q1', 'delete_attach_message', { msg_id: id, attachment_name: 'payload.bin' })).toEqual(['fail', 'msg not in prep', 'RQ_NOT_IN_STATE']);
   });
 
   it('announces a new message\'s id before its reply when asked ("_announce": true), and only then', async () => {
@@ -187,8 +188,8 @@ describe('queue process RPC', () => {
     await t.waitState('q1', cloneId, 'err');
     expect(await t.message('q1', cloneId)).toMatchObject({ cloned_from: id, count: 0, param1: 'x', orig_msg_id: expect.stringMatching(new RegExp(`/q/q1/${id.replaceAll('.', '\\.')}$`)) });
     expect(await t.rpc('q1', 'delete_message', { msg_id: id })).toEqual(['ok', 'msg deleted']);
-    expect(await t.rpc('q1', 'get_message', { msg_id: id })).toEqual(['fail', 'msg not found']);
-    expect(await t.rpc('q1', 'delete_message', { msg_id: id })).toEqual(['fail', 'msg not found']);
+    expect(await t.rpc('q1', 'get_message', { msg_id: id })).toEqual(['fail', 'msg not found', 'RQ_NOT_FOUND']);
+    expect(await t.rpc('q1', 'delete_message', { msg_id: id })).toEqual(['fail', 'msg not found', 'RQ_NOT_FOUND']);
     // run_message and clone_message give the refusal's stable code too (RQ's readers ignore it).
     expect(await t.rpc('q1', 'run_message', { msg_id: cloneId })).toEqual(['fail', 'msg not in runnable state', 'RQ_NOT_IN_STATE']);
     expect(await t.rpc('q1', 'clone_message', { msg_id: 'nope' })).toEqual(['fail', 'msg not found', 'RQ_NOT_FOUND']);
@@ -226,8 +227,8 @@ describe('queue process RPC', () => {
     const file = path.join(t.root, 'file.txt');
     fs.writeFileSync(file, 'x');
     expect(await whileHeld(prepped, 'commit_message', ['attach_message', { pathname: file }], 'delete_message')).toEqual([
-      ['fail', 'cannot find message'],
-      ['fail', 'cannot find message'],
+      ['fail', 'cannot find message', 'RQ_NOT_IN_STATE'],
+      ['fail', 'cannot find message', 'RQ_NOT_IN_STATE'],
       ['ok', 'msg deleted'],
     ]);
     expect(await committing).toEqual(['ok', 'msg commited']);
@@ -274,8 +275,8 @@ describe('queue process RPC', () => {
     expect(await t.state('q1', id)).toBe('que');
     fs.writeFileSync(path.join(t.root, 'config/q1.down'), '');
     expect(await t.rpc('q1', 'status', '')).toEqual(['DOWN']);
-    expect(await t.rpc('q1', 'create_message', { dest: 'q1' })).toEqual(['fail', 'status: DOWN']);
-    expect(await t.rpc('q1', 'get_message', { msg_id: id })).toEqual(['fail', 'status: DOWN']);
+    expect(await t.rpc('q1', 'create_message', { dest: 'q1' })).toEqual(['fail', 'status: DOWN', 'RQ_QUEUE_DOWN']);
+    expect(await t.rpc('q1', 'get_message', { msg_id: id })).toEqual(['fail', 'status: DOWN', 'RQ_QUEUE_DOWN']);
     expect(await t.rpc('q1', 'num_messages', {})).toMatchObject({ que: 1 });
     fs.rmSync(path.join(t.root, 'config/q1.down'));
     fs.rmSync(path.join(t.root, 'config/q1.pause'));

@@ -396,7 +396,7 @@ describe('the queue socket', () => {
       const reply = await t().rpcRaw('walk', command, `{"dest":"walk","msg_id":"x","param1":${deep(5000)}}`);
       expect((reply as unknown[]).slice(0, 2), command).toEqual(['fail', 'argument nests arrays and objects deeper than 100 levels']);
     }
-    expect(await t().rpcRaw('walk', 'create_message', deep(5000))).toEqual(['fail', 'argument nests arrays and objects deeper than 100 levels']);
+    expect(await t().rpcRaw('walk', 'create_message', deep(5000))).toEqual(['fail', 'argument nests arrays and objects deeper than 100 levels', 'RQ_BAD_REQUEST']);
     expect(errorLinesSince(from)).toEqual([]);
   });
 

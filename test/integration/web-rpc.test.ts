@@ -203,11 +203,11 @@ describe('messages with offset', () => {
   it('refuses a bad offset or limit with a clear reason', async () => {
     t.addQueue({ name: 'p', num_workers: 0 });
     await t.start('p');
-    expect(await t.rpc('p', 'messages', { state: 'que', offset: -1 })).toEqual(['fail', "'offset' must be an integer >= 0, got -1"]);
-    expect(await t.rpc('p', 'messages', { state: 'que', offset: 1.5 })).toEqual(['fail', "'offset' must be an integer >= 0, got 1.5"]);
-    expect(await t.rpc('p', 'messages', { state: 'done', offset: '2' })).toEqual(['fail', `'offset' must be an integer >= 0, got "2"`]);
-    expect(await t.rpc('p', 'messages', { state: 'err', offset: 0, limit: -5 })).toEqual(['fail', "'limit' must be an integer >= 0, got -5"]);
-    expect(await t.rpc('p', 'messages', { state: 'nope', offset: -1 })).toEqual(['fail', "invalid or missing 'state' field (nope)"]);
+    expect(await t.rpc('p', 'messages', { state: 'que', offset: -1 })).toEqual(['fail', "'offset' must be an integer >= 0, got -1", 'RQ_BAD_REQUEST']);
+    expect(await t.rpc('p', 'messages', { state: 'que', offset: 1.5 })).toEqual(['fail', "'offset' must be an integer >= 0, got 1.5", 'RQ_BAD_REQUEST']);
+    expect(await t.rpc('p', 'messages', { state: 'done', offset: '2' })).toEqual(['fail', `'offset' must be an integer >= 0, got "2"`, 'RQ_BAD_REQUEST']);
+    expect(await t.rpc('p', 'messages', { state: 'err', offset: 0, limit: -5 })).toEqual(['fail', "'limit' must be an integer >= 0, got -5", 'RQ_BAD_REQUEST']);
+    expect(await t.rpc('p', 'messages', { state: 'nope', offset: -1 })).toEqual(['fail', "invalid or missing 'state' field (nope)", 'RQ_BAD_REQUEST']);
     expect(await t.rpc('p', 'messages', { state: 'que', offset: null, limit: null })).toEqual([]);
   });
 });
@@ -390,21 +390,22 @@ describe('search', () => {
   it('refuses a bad argument with a clear reason, and answers fail while DOWN', async () => {
     t.addQueue({ name: 's', num_workers: 0 });
     await t.start('s');
-    expect(await t.rpc('s', 'search', { query: 'x' })).toEqual(['fail', `'query' must be an object of strings, got "x"`]);
-    expect(await t.rpc('s', 'search', { query: { param1: 1 } })).toEqual(['fail', `'query' must be an object of strings, got {"param1":1}`]);
-    expect(await t.rpc('s', 'search', { exact: 'yes' })).toEqual(['fail', `'exact' must be true or false, got "yes"`]);
+    expect(await t.rpc('s', 'search', { query: 'x' })).toEqual(['fail', `'query' must be an object of strings, got "x"`, 'RQ_BAD_REQUEST']);
+    expect(await t.rpc('s', 'search', { query: { param1: 1 } })).toEqual(['fail', `'query' must be an object of strings, got {"param1":1}`, 'RQ_BAD_REQUEST']);
+    expect(await t.rpc('s', 'search', { exact: 'yes' })).toEqual(['fail', `'exact' must be true or false, got "yes"`, 'RQ_BAD_REQUEST']);
     expect(await t.rpc('s', 'search', { states: ['que', 'nope'] })).toEqual([
       'fail',
       `'states' must be an array of states (prep, que, run, done, err, relayed), got ["que","nope"]`,
+      'RQ_BAD_REQUEST',
     ]);
-    expect(await t.rpc('s', 'search', { limit: -1 })).toEqual(['fail', "'limit' must be an integer >= 0, got -1"]);
-    expect(await t.rpc('s', 'search', { text: '' })).toEqual(['fail', `'text' must be a non-empty string, got ""`]);
-    expect(await t.rpc('s', 'search', { text: 7 })).toEqual(['fail', `'text' must be a non-empty string, got 7`]);
-    expect(await t.rpc('s', 'search', { text: ['a'] })).toEqual(['fail', `'text' must be a non-empty string, got ["a"]`]);
+    expect(await t.rpc('s', 'search', { limit: -1 })).toEqual(['fail', "'limit' must be an integer >= 0, got -1", 'RQ_BAD_REQUEST']);
+    expect(await t.rpc('s', 'search', { text: '' })).toEqual(['fail', `'text' must be a non-empty string, got ""`, 'RQ_BAD_REQUEST']);
+    expect(await t.rpc('s', 'search', { text: 7 })).toEqual(['fail', `'text' must be a non-empty string, got 7`, 'RQ_BAD_REQUEST']);
+    expect(await t.rpc('s', 'search', { text: ['a'] })).toEqual(['fail', `'text' must be a non-empty string, got ["a"]`, 'RQ_BAD_REQUEST']);
     expect(await t.rpc('s', 'search', { text: null })).toEqual(['ok', { messages: [], scanned: 0, truncated: false }]);
     expect(await t.rpc('s', 'search', { states: [] })).toEqual(['ok', { messages: [], scanned: 0, truncated: false }]);
     fs.writeFileSync(path.join(t.root, 'config/s.down'), '');
-    expect(await t.rpc('s', 'search', {})).toEqual(['fail', 'status: DOWN']);
+    expect(await t.rpc('s', 'search', {})).toEqual(['fail', 'status: DOWN', 'RQ_QUEUE_DOWN']);
   });
 });
 

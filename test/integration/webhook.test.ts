@@ -255,6 +255,7 @@ describe('post_run_webhook', () => {
     expect(await t.rpc('ok', 'create_message', { dest: 'ok', post_run_webhook: 'http://127.0.0.1/hook' })).toEqual([
       'fail',
       'Expected "post_run_webhook" to be an array of http or https URLs, got "http://127.0.0.1/hook"',
+      'RQ_BAD_MESSAGE',
     ]);
     expect(await t.rpc('ok', 'num_messages', {})).toMatchObject({ prep: 0, que: 0, run: 0, done: 0 });
   });

@@ -237,7 +237,7 @@ describe('destroy', () => {
     await waitFor(() => fs.existsSync(path.join(t.queueDir('w'), 'run', id, 'pid')));
     expect(await t.rpc('w', 'destroy_message', { msg_id: id })).toEqual(['ok', 'msg destroyed']);
     expect(await t.waitState('w', id, 'err')).toMatch(/^err - PROCESS EXITED IMPROPERLY - MOVING TO ERR - no completion line, and exit status was pid \d+ SIGTERM \(signal 15\)$/);
-    expect(await t.rpc('w', 'destroy_message', { msg_id: id })).toEqual(['fail', 'msg not found']);
+    expect(await t.rpc('w', 'destroy_message', { msg_id: id })).toEqual(['fail', 'msg not found', 'RQ_NOT_FOUND']);
     expect(fs.existsSync(path.join(t.queueDir('w'), 'err', id, 'pid'))).toBe(false);
   });
 

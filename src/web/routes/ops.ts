@@ -23,8 +23,8 @@ import { STATES } from '../../domain/states.js';
 import { bodyBudget } from '../../lib/body-budget.js';
 import { workqHeldBytes } from '../../protocols/workq.js';
 import type { WebContext } from '../context.js';
-import type { Gateway } from '../gateway.js';
-import { PROBE_TIMEOUT_MS, probeMgr, probeQueues, type LiveQueue, type MgrProbe, type QueueProbe } from '../queue-info.js';
+import { PROBE_TIMEOUT_MS, type Gateway } from '../gateway.js';
+import { probeMgr, probeQueues, type LiveQueue, type MgrProbe, type QueueProbe } from '../queue-info.js';
 
 interface Scrape {
   mgr: MgrProbe;

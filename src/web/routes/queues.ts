@@ -32,10 +32,10 @@ import { readLinkedConfig } from '../../store/config-files.js';
 import type { WebContext } from '../context.js';
 import { formatBytes } from '../../lib/bytes.js';
 import { retentionText, shown, utcTime } from '../format.js';
-import { isBuiltinQueue } from '../gateway.js';
+import { PROBE_TIMEOUT_MS, isBuiltinQueue } from '../gateway.js';
 import { param, params } from '../params.js';
 import { mgrPidOf } from '../pipeline.js';
-import { PROBE_TIMEOUT_MS, probeMgr, probeQueue, probeQueues, type QueueProbe } from '../queue-info.js';
+import { probeMgr, probeQueue, probeQueues, type QueueProbe } from '../queue-info.js';
 import { sendPage } from '../render.js';
 import { dump, refused, webError } from '../web-errors.js';
 
@@ -246,6 +246,8 @@ export function queueRoutes(ctx: WebContext): Router {
     const reply = (await gw.mgr.probe('create_queue_link', linked.file, 10_000)) ?? null;
     const text = formFlash(queue, reply);
     const name = isPlainObject(linked.raw) ? linked.raw['name'] : undefined;
+    // A name that is not a string (a bad config) is shown as JavaScript writes it.
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string
     respond.redirect(req, res, rawQueuePath(root, typeof name === 'string' ? name : String(name ?? '')), isSuccess(reply) ? { notice: text } : { error: text });
   });
 

@@ -1,0 +1,47 @@
+/**
+ * `stats`: the dashboard's whole view of the queue in one reply (the web's QueueStatus,
+ * src/web/queue-info.ts, is this reply's type), with the counters since the queue process
+ * started, the retention limits and the last disk usage measured (null before the first).
+ * The admin flags are read again now. Precondition: none (answers while DOWN). On disk:
+ * nothing. Errors: none.
+ */
+import type { CleanerConfig } from '../../domain/retention.js';
+import type { State } from '../../domain/states.js';
+import type { DiskUsage, StatsCounters } from '../../rpc/queue-api.js';
+import { anyArg } from '../args.js';
+import { command } from '../command.js';
+import type { ScheduleStatus } from '../cron.js';
+import { refreshFlags } from '../flags.js';
+import { diskUsage } from '../housekeeping.js';
+
+import { numMessages, statusOf, type AdminStatus, type OperStatus } from '../state.js';
+
+export interface QueueStatsView extends StatsCounters {
+  pid: number;
+  status: AdminStatus | OperStatus;
+  admin: AdminStatus;
+  uptime: number;
+  counts: Record<State, number>;
+  schedule: ScheduleStatus[];
+  cleaner: CleanerConfig;
+  disk: DiskUsage | null;
+}
+
+export const stats = command({
+  whileDown: true,
+  arg: anyArg,
+  run: (s): QueueStatsView => {
+    refreshFlags(s);
+    return {
+      pid: process.pid,
+      status: statusOf(s),
+      admin: s.admin,
+      uptime: Math.floor((Date.now() - s.startedAt) / 1000),
+      counts: numMessages(s),
+      schedule: s.cron.describe(),
+      ...s.stats.snapshot(),
+      cleaner: s.config.cleaner,
+      disk: diskUsage(s),
+    };
+  },
+});

@@ -1,0 +1,21 @@
+/**
+ * The admin flags of a queue (spec/rq.md §1.11): `<queue>.down` and `<queue>.pause` in the
+ * config directory. They are re-read by the `status` and `stats` commands, the flag files'
+ * watch (hints.ts), the 1 s tick and a worker's exit; the DOWN check of every other command
+ * uses the value last read.
+ */
+import fs from 'node:fs';
+import type { QueueState } from './state.js';
+
+/** Re-read the admin flag files; dispatch if that un-paused the queue. */
+export function refreshFlags(s: QueueState): void {
+  const before = s.admin;
+  s.admin = fs.existsSync(s.layout.downFlag) ? 'DOWN' : fs.existsSync(s.layout.pauseFlag) ? 'PAUSE' : 'UP';
+  if (before !== s.admin) {
+    s.log.info({ admin: s.admin }, 'admin status changed');
+    if (s.admin === 'UP') {
+      setImmediate(() => s.nudge());
+      void s.cron.check();
+    }
+  }
+}

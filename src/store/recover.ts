@@ -1,0 +1,118 @@
+/**
+ * Start-up recovery of one queue's directories (spec/rq.md §2.12): what the queue process
+ * finds on disk when it starts, and what it does with each half-finished shape, before
+ * it serves anything. Every transition commits with one rename (message-store.ts), so a
+ * crash leaves each message in exactly one state directory, whole; what a crash can leave
+ * half-done is listed here.
+ *
+ * The legal shapes of a message `<id>` (a directory holding `msg`, maybe `status`,
+ * `attach/`, `ext_id`, and in run `pid` and `job/`):
+ *
+ * | shape found at start-up                 | how it came about                         | what start-up does                                  |
+ * | --------------------------------------- | ----------------------------------------- | --------------------------------------------------- |
+ * | `prep/_<ts>.<pid>.<n>/`                  | a create that had not committed           | removed (the id was never given out)                |
+ * | `prep/<id>/`                            | prep_message, or a clone or cron fire not yet committed | kept in prep (cron commits its own, cron.ts) |
+ * | `que/<id>/` with its index line         | waiting                                   | listed from the index, no file read                 |
+ * | `que/<id>/` without its index line      | dropped in by hand, or its line not flushed | `msg` read, `due` set to now if it had none, listed |
+ * | `que/<id>/` unreadable `msg`            | written by hand, half                     | left on disk, logged, not listed                    |
+ * | `run/<id>/` with `lease` in `msg`       | an external worker's lease                | kept leased; a lease whose end has passed ends now (timers.ts) |
+ * | `run/<id>/` whose `pid` is a live worker | a worker that outlived the restart       | kept in run; back to que when that worker exits     |
+ * | `run/<id>/` otherwise                   | a run cut short by the restart            | back to que (`count` as it was), `pid` and temp files removed |
+ * | `done/`, `relayed/` (hashed), `err/<id>/` | finished                                | counted (in the background); dead letters and final TTLs read |
+ * | `<id>/tmp`, `<id>/status.tmp`, `attach/<name>.tmp` | a write cut short before its rename | ignored by every reader; the next write of that file replaces it |
+ * | `.trash/<state>.<id>/`                  | a clean or removal whose delete was cut short | deleted by the next clean (disk-usage.ts `emptyTrash`) |
+ * | `que.index` with lines for gone messages | moves since the last compaction         | rewritten from memory in the committer's next turn  |
+ *
+ * The index (que-index.ts) is a cache of `que/`: the directory listing is the truth, and a
+ * message moved back from run is read again (a resend changed its due time).
+ */
+import { coerceError } from '../domain/errors.js';
+import type { Lease, Message } from '../domain/message.js';
+import type { Logger } from '../lib/logger.js';
+import type { QueueLayout } from './layout.js';
+import type { MessageStore } from './message-store.js';
+import { entryFromMessage, readIndex, type QueEntry } from './que-index.js';
+
+/** A worker from before the restart, still alive (its pid, and when its pid file was written). */
+export interface LiveWorker {
+  pid: number;
+  pidFileMs: number;
+}
+
+/** What recovery found: memory's first content. */
+export interface Recovered {
+  /** prep, newest first. */
+  prep: string[];
+  /** Leased messages, kept in run with their leases. */
+  leased: Array<{ id: string; msg: Message; lease: Lease }>;
+  /** Messages whose worker from before the restart is still alive. */
+  orphans: Array<{ id: string; msg: Message; worker: LiveWorker }>;
+  /** The waiting messages' index entries. */
+  que: QueEntry[];
+  /** The index holds lines that are not exactly the waiting messages: compact it. */
+  staleIndex: boolean;
+  /** Lines of the index as read (the journal's length). */
+  indexLines: number;
+}
+
+/**
+ * Recover the queue's directories as the table above says. `liveWorker` tells whether a
+ * run's `pid` names the same worker still alive (spawn/runner.ts).
+ */
+export function recoverQueue(store: MessageStore, layout: QueueLayout, log: Logger, liveWorker: (id: string) => LiveWorker | undefined): Recovered {
+  const prep = store.sweepPrep().sort().reverse();
+  const leased: Recovered['leased'] = [];
+  const orphans: Recovered['orphans'] = [];
+  // Ids moved back from run/: their index entries predate the run (a resend changes due).
+  const fromRun = new Set<string>();
+  for (const id of store.listFlat('run')) {
+    let msg: Message | undefined;
+    try {
+      msg = store.readMsg('run', id);
+    } catch {
+      msg = undefined;
+    }
+    if (msg?.lease) {
+      leased.push({ id, msg, lease: msg.lease });
+      continue;
+    }
+    const worker = liveWorker(id);
+    if (worker) {
+      try {
+        orphans.push({ id, msg: store.readMsg('run', id), worker });
+        log.info({ msg_id: id, worker_pid: worker.pid }, 'worker from before the restart is still running');
+        continue;
+      } catch (e) {
+        log.warn({ msg_id: id, err: coerceError(e).message }, 'cannot read running message');
+      }
+    }
+    try {
+      store.unclaim(id);
+      fromRun.add(id);
+    } catch (e) {
+      log.error({ msg_id: id, err: coerceError(e).message }, 'cannot move run message back to que');
+    }
+  }
+  const index = readIndex(layout.indexFile);
+  const que: QueEntry[] = [];
+  let reindexed = 0;
+  for (const id of store.listFlat('que')) {
+    let entry = fromRun.has(id) ? undefined : index.entries.get(id);
+    if (!entry) {
+      try {
+        const msg = store.readMsg('que', id);
+        if (msg.due === undefined || msg.due === null) {
+          msg.due = Math.floor(Date.now() / 1000);
+          store.writeMsg('que', id, msg);
+        }
+        entry = entryFromMessage(msg);
+        reindexed++;
+      } catch (e) {
+        log.error({ msg_id: id, err: coerceError(e).message }, 'unreadable message left in que');
+        continue;
+      }
+    }
+    que.push(entry);
+  }
+  return { prep, leased, orphans, que, staleIndex: index.lines !== que.length || reindexed > 0, indexLines: index.lines };
+}
