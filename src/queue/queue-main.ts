@@ -25,7 +25,7 @@ import { isValidQueueName } from '../domain/names.js';
 import { parseQueueConfig } from '../domain/queue-config.js';
 import { installRoot } from '../lib/install-root.js';
 import { createLogger } from '../lib/logger.js';
-import { RESTART_WAIT_MS, callRpc } from '../client/call.js';
+import { QueueClient } from '../client/queue-client.js';
 import { followParent } from '../lib/parent-link.js';
 import { holderName, takeLock, type ProcessLock } from '../lib/process-lock.js';
 import { createRpcServer, listenOwnerOnly } from '../rpc/server.js';
@@ -37,7 +37,7 @@ import { refreshFlags } from './flags.js';
 import { watchHints } from './hints.js';
 import { noticeQueName } from './que-memory.js';
 import { createQueue, reloadConfig, startQueue, stopQueue } from './queue-engine.js';
-import { runCommand } from './run-command.js';
+import { runCommand, runOwnCommand } from './run-command.js';
 import type { QueueState } from './state.js';
 import { Spawner } from '../spawn/spawner.js';
 
@@ -103,6 +103,7 @@ try {
 ensureQueueDirs(layout);
 const committer = createGroupCommitter();
 const spawner = new Spawner(name, log, Number(process.env['RQ_SPAWNER_IDLE_MS'] ?? 300_000));
+const others = new QueueClient(root);
 const queue: QueueState = createQueue(
   {
     root,
@@ -111,11 +112,8 @@ const queue: QueueState = createQueue(
     store: createMessageStore(layout, committer),
     committer,
     log,
-    callQueue: async (target, command, arg) => {
-      if (target === name) return runCommand(queue, command, JSON.stringify(arg));
-      // Another queue's process may be restarting: wait for it; a create is settled by its id (client/call.ts).
-      return callRpc(queueLayout(root, target).socket, command, arg, { peer: `Queue ${target}`, waitMs: RESTART_WAIT_MS });
-    },
+    // Another queue's process may be restarting: the client waits for it (client/call.ts).
+    callQueue: (target, command, arg) => (target === name ? runOwnCommand(queue, command, arg) : others.send(target, command, arg)),
     spawner,
     indexCompactLines: Number(process.env['RQ_INDEX_COMPACT_LINES'] ?? 50_000),
   },

@@ -66,23 +66,22 @@ async function dup(s: QueueState, run: RunEntry, r: Extract<WorkerReport, { kind
   for (const k of ['src', ...PARAM_KEYS, 'post_run_webhook'] as const) if (k in m) input[k] = m[k];
   input['due'] = nowSec() + r.delaySec;
   const call = s.callQueue;
-  const reason = (reply: unknown): string => (Array.isArray(reply) ? String(reply[1]) : String(reply));
   try {
     const names = s.store.attachmentNames('run', run.id);
     if (names.length === 0) {
       const reply = await call(target, 'create_message', input);
-      return isOk(reply) ? `ok ${String(reply[1])}` : `fail dup failed - ${reason(reply)}`;
+      return isOk(reply) ? `ok ${reply[1]}` : `fail dup failed - ${reply[1]}`;
     }
     const prep = await call(target, 'prep_message', input);
-    if (!isOk(prep)) return `fail dup failed - prep fail ${reason(prep)}`;
+    if (!isOk(prep)) return `fail dup failed - prep fail ${prep[1]}`;
     const dir = s.layout.msgDir('run', run.id);
     for (const name of names) {
       const att = await call(target, 'attach_message', { msg_id: prep[1], pathname: path.join(dir, 'attach', name), name });
-      if (!isOk(att)) return `fail dup failed - attach fail ${reason(att)}`;
+      if (!isOk(att)) return `fail dup failed - attach fail ${att[1]}`;
     }
     const commit = await call(target, 'commit_message', { msg_id: prep[1] });
-    if (!isOk(commit)) return `fail dup failed - commit fail ${reason(commit)}`;
-    return `ok ${String(prep[1])}`;
+    if (!isOk(commit)) return `fail dup failed - commit fail ${commit[1]}`;
+    return `ok ${prep[1]}`;
   } catch (e) {
     return `fail dup failed - ${coerceError(e).message}`;
   }

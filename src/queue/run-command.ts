@@ -15,6 +15,7 @@
 import { RqError, coerceError, isNoSpace, type ErrorCode } from '../domain/errors.js';
 import { MAX_JSON_DEPTH, isTooDeep } from '../domain/json-depth.js';
 import { isPlainObject } from '../domain/message.js';
+import type { ArgOf, QueueCommand, ReplyOf } from '../rpc/queue-api.js';
 import type { RpcConnection } from '../rpc/server.js';
 import { parseArg } from './args.js';
 import type { Command, Fail } from './command.js';
@@ -43,6 +44,15 @@ function parseArgument(argument: string, whileDown: boolean): Record<string, unk
 async function run<A, R>(s: QueueState, c: Command<A, R>, arg: Record<string, unknown>, conn: RpcConnection | undefined): Promise<R> {
   if (c.needsPull) needPull(s);
   return c.run(s, parseArg(c.arg, arg), conn);
+}
+
+/**
+ * Run a command of this queue in-process, as a client of the map would over the socket
+ * (a `dup` or a webhook to the queue itself): its reply, refusals included.
+ */
+export async function runOwnCommand<K extends QueueCommand>(s: QueueState, command: K, arg: ArgOf<K>): Promise<ReplyOf<K>> {
+  // The table serves the map (commands/index.ts checks every handler's reply against it).
+  return (await runCommand(s, command, JSON.stringify(arg))) as ReplyOf<K>;
 }
 
 /**

@@ -32,7 +32,7 @@ import type { QueEntry } from '../store/que-index.js';
 import type { HousekeepingState } from './clean-report.js';
 import type { CronSchedule } from './cron.js';
 import type { MessageLocks } from './message-locks.js';
-import type { PullResult, PulledView } from '../rpc/queue-api.js';
+import type { ArgOf, PullResult, PulledView, QueueCommand, ReplyOf } from '../rpc/queue-api.js';
 import type { QueList } from './que-list.js';
 import type { QueueStats } from './queue-stats.js';
 import type { SortedIds } from './sorted-ids.js';
@@ -41,8 +41,8 @@ import type { Timetable } from './timetable.js';
 export type AdminStatus = 'UP' | 'PAUSE' | 'DOWN';
 export type OperStatus = 'UP' | 'SCRIPTERROR';
 
-/** Calls a queue's command by name: this queue in-process, any other over its socket. */
-export type QueueCaller = (queue: string, command: string, arg: Record<string, unknown>) => Promise<unknown>;
+/** Calls a queue's command, typed by the map: this queue in-process, any other over its socket (its reply, refusals included). */
+export type QueueCaller = <K extends QueueCommand>(queue: string, command: K, arg: ArgOf<K>) => Promise<ReplyOf<K>>;
 
 /** A message in `run`: a script's run (with its worker) or an external worker's lease. */
 export interface RunEntry {
