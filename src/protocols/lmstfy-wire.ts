@@ -2,7 +2,8 @@
  * The lmstfy front door's wire rules (spec/lmstfy.md), as pure functions: the name
  * checks of §2, the query integers of §3 and §4, the bulk body of §4.3 split into the
  * raw JSON text of its elements, the job object of §4, and the one table from RqError
- * codes to lmstfy's replies. Nothing here does I/O; lmstfy.ts calls these and renders.
+ * codes to lmstfy's replies. Nothing here does I/O; the routes (lmstfy.ts) and handlers
+ * (lmstfy-api.ts, lmstfy-admin.ts) call these and render.
  */
 import { decodeTime } from 'ulid';
 import { isShortId } from '../domain/ids.js';

@@ -17,7 +17,7 @@ import { Namespaces } from './door-access.js';
 import { lmstfyServer } from './lmstfy.js';
 import { PullClient } from './pull-client.js';
 import { rqmsServer } from './rqms.js';
-import { workqServer } from './workq.js';
+import { workqServer } from './workq/server.js';
 
 const FACTORIES: Partial<Record<ProtocolName, ProtocolFactory>> = {
   lmstfy: lmstfyServer,

@@ -1,5 +1,5 @@
 /**
- * rq-mgr's RPC, as types (its commands are in supervisor/supervisor.ts): each command's
+ * rq-mgr's RPC, as types (its commands are in supervisor/mgr-commands.ts): each command's
  * argument, a bare string as RQ's queue manager takes it (a queue name, a config file's
  * path, or the JSON text of a new queue's form; '' for none), and its reply. Every command
  * may also answer a refusal (Fail), `["fail", <the error's text>]` for one that failed.

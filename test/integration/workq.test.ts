@@ -17,7 +17,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';
-import { parseWorkqSection } from '../../src/protocols/workq.js';
+import { parseWorkqSection } from '../../src/protocols/workq/config.js';
 import { freePort, REPO, useTestRoot, waitFor, type TestRoot } from '../helpers/install.js';
 import { sharedProtocols, startProtocols } from '../helpers/protocols.js';
 import { webPid } from '../helpers/web-process.js';

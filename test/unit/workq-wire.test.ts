@@ -1,21 +1,9 @@
 // The Workq wire codec (spec/workq.md §1–§5, §9, §10): framing and its error recovery, the
 // argument grammar and the order of checks, and the exact bytes of every reply.
 import { describe, expect, it } from 'vitest';
-import {
-  NOT_FOUND,
-  OK,
-  TIMEOUT,
-  WorkqDecoder,
-  clientError,
-  inspectReply,
-  leaseReply,
-  resultReply,
-  serverError,
-  workqTime,
-  type Decoded,
-  type WireOptions,
-  type WorkqRequest,
-} from '../../src/protocols/workq-wire.js';
+import { WorkqDecoder, type Decoded } from '../../src/protocols/workq/decoder.js';
+import { NOT_FOUND, OK, TIMEOUT, clientError, inspectReply, leaseReply, resultReply, serverError, workqTime } from '../../src/protocols/workq/replies.js';
+import type { WireOptions, WorkqRequest } from '../../src/protocols/workq/requests.js';
 
 const LENIENT: WireOptions = { strictUuidV4: false, strictTtlCap: false };
 const STRICT: WireOptions = { strictUuidV4: true, strictTtlCap: true };

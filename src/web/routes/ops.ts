@@ -14,14 +14,14 @@
  * rq-mgr and resets when rq-mgr restarts. The web process's own default metrics
  * (process_*, nodejs_*) come from prom-client, its body budget's
  * (rq_web_request_body_*) from lib/body-budget.ts, and what its Workq connections hold
- * (rq_workq_held_bytes) from protocols/workq.ts.
+ * (rq_workq_held_bytes) from protocols/workq/connection.ts.
  */
 import { Router, type Request, type Response } from 'express';
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import { isRefusal } from '../../client/refusal.js';
 import { STATES } from '../../domain/states.js';
 import { bodyBudget } from '../../lib/body-budget.js';
-import { workqHeldBytes } from '../../protocols/workq.js';
+import { workqHeldBytes } from '../../protocols/workq/connection.js';
 import type { WebContext } from '../context.js';
 import { PROBE_TIMEOUT_MS, type Gateway } from '../gateway.js';
 import { probeMgr, probeQueues, type LiveQueue, type MgrProbe, type QueueProbe } from '../queue-info.js';
