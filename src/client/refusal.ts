@@ -17,16 +17,13 @@ export function isRefusal(reply: unknown): reply is Fail | [false, string] {
 }
 
 /**
- * The stable code of a refusal: its third element; for a refusal without one (a queue
- * process or rq-mgr that sends RQ's two elements), the code its text has always meant,
- * and RQ_UPSTREAM for any other text.
+ * The stable code of a refusal: its third element (every queue process's refusal has
+ * one); RQ_ATTACH for `[false, text]`, and RQ_UPSTREAM for a refusal without a code (one
+ * of rq-mgr's, in RQ's two elements).
  */
 export function refusalCode(reply: Fail | [false, string]): ErrorCode {
   if (reply[0] === false) return 'RQ_ATTACH';
-  if (isErrorCode(reply[2])) return reply[2];
-  if (reply[1] === 'status: DOWN') return 'RQ_QUEUE_DOWN';
-  if (reply[1] === 'msg not found') return 'RQ_NOT_FOUND';
-  return 'RQ_UPSTREAM';
+  return isErrorCode(reply[2]) ? reply[2] : 'RQ_UPSTREAM';
 }
 
 /** A refusal in RQ's shape: without the code (what RQ's routes and tools printed). */
