@@ -1,7 +1,8 @@
 /**
  * Checking a request's fields at a front door, one way for every door: a valibot schema
  * decides, and `checkInput` hands back either the value it shapes or the first problem
- * (the field, by its dotted path, and the schema's message for it). The door words the
+ * (the field, by its dotted path, and the schema's message for it); `inputProblem` only
+ * the problem, for a door that keeps the value as it came. The door words the
  * refusal as its protocol fixes it. config-check.ts does the same for config files.
  */
 import * as v from 'valibot';
@@ -29,4 +30,10 @@ export function checkInput<S extends v.GenericSchema>(schema: S, value: unknown)
   if (result.success) return { ok: true, value: result.output };
   const issue = result.issues[0];
   return { ok: false, problem: { field: issueKeys(issue).join('.'), message: issue.message, got: issue.input } };
+}
+
+/** The first field of `value` that does not fit `schema`, or undefined when all of it fits (the value itself is kept as it is). */
+export function inputProblem(schema: v.GenericSchema, value: unknown): InputProblem | undefined {
+  const checked = checkInput(schema, value);
+  return checked.ok ? undefined : checked.problem;
 }
