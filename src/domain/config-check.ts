@@ -11,6 +11,7 @@
  */
 import * as v from 'valibot';
 import { RqError } from './errors.js';
+import { issueKeys } from './input-check.js';
 import { isPlainObject } from './message.js';
 
 /** The first problem of a value, as a refusal names it. */
@@ -52,7 +53,7 @@ export function parseConfigValue<S extends v.GenericSchema>(
   const result = v.safeParse(schema, value, { abortEarly: true });
   if (result.success) return result.output;
   const issue = result.issues[0];
-  const keys = (issue.path ?? []).map((item) => (typeof item.key === 'string' || typeof item.key === 'number' ? String(item.key) : '?'));
+  const keys = issueKeys(issue);
   // An object schema's own issue about one of its keys: a key it does not have (expected
   // `never`), or one it needs and lacks (expected `"<key>"`, input undefined).
   const isObjectsOwn = issue.kind === 'schema' && /object$/.test(issue.type);

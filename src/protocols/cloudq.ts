@@ -54,6 +54,7 @@ import * as v from 'valibot';
 import { RESTART_RETRY_AFTER_S } from '../client/call.js';
 import { flag, integerIn, parseConfigValue, plainObject } from '../domain/config-check.js';
 import { RqError, explain, type ErrorCode } from '../domain/errors.js';
+import { inputProblem } from '../domain/input-check.js';
 import { browserHostNames, protocolSection } from '../domain/main-config.js';
 import { MAX_JSON_DEPTH, isTooDeep } from '../domain/json-depth.js';
 import { isPlainObject } from '../domain/message.js';
@@ -229,14 +230,26 @@ function routeOf(method: string | undefined, url: string | undefined): Route {
   return { ...route, queue, id: decode(route.id) ?? '' };
 }
 
+/**
+ * A job object (§2): `klass` a non-empty string and `args` an array, other keys as they
+ * come. A problem's message is said of its field (`klass must be a string`), a missing
+ * key's is `key required`; anything but an object is `job object required`.
+ */
+const JOB = plainObject(
+  'job object required',
+  v.looseObject(
+    {
+      klass: v.pipe(v.string('must be a string'), v.nonEmpty('must be a string')),
+      args: v.array(v.unknown(), 'must be an array'),
+    },
+    'key required',
+  ),
+);
+
 /** The §4.1 message of the first check a job object fails, or undefined when it is one (§2). */
 function jobProblem(job: unknown): string | undefined {
-  if (!isPlainObject(job)) return 'job object required';
-  if (!Object.hasOwn(job, 'klass')) return 'klass key required';
-  if (typeof job['klass'] !== 'string' || job['klass'] === '') return 'klass must be a string';
-  if (!Object.hasOwn(job, 'args')) return 'args key required';
-  if (!Array.isArray(job['args'])) return 'args must be an array';
-  return undefined;
+  const problem = inputProblem(JOB, job);
+  return problem && (problem.field === '' ? problem.message : `${problem.field} ${problem.message}`);
 }
 
 /**
@@ -275,7 +288,7 @@ function jobOf(job: PulledJob): Record<string, unknown> {
       stored = text;
     }
     hasStored = true;
-    if (isPlainObject(stored) && jobProblem(stored) === undefined) {
+    if (v.is(JOB, stored)) {
       const { id: _ignored, ...rest } = stored;
       return { ...rest, id: job.id };
     }

@@ -12,7 +12,6 @@ import { isProtocolQueueName, MAX_QUEUE_NAME } from '../domain/names.js';
 import { abortableSleep } from '../lib/abortable-sleep.js';
 import { readBytes } from './lmstfy-body.js';
 import {
-  DEFAULTS,
   fail,
   isReply,
   jobIdOf,
@@ -20,8 +19,9 @@ import {
   jobRef,
   LIMITS,
   parseConsumeQuery,
+  parseDeleteDeadQuery,
   parsePublishQuery,
-  queryInt,
+  parseRespawnQuery,
   rqQueue,
   splitJsonArray,
   type PublishQuery,
@@ -203,19 +203,17 @@ export class LmstfyApi {
 
   /** §4.10 `PUT /api/:ns/:q/deadletter?limit&ttl`: respawn the oldest dead jobs to the tail, with 1 try. */
   async respawn(rq: string, query: URLSearchParams): Promise<Reply> {
-    const limit = queryInt(query, 'limit', 1);
-    if (limit === undefined || limit < 1) return fail(400, 'invalid limit');
-    const ttlS = queryInt(query, 'ttl', DEFAULTS.respawnTtlS);
-    if (ttlS === undefined || ttlS < 0) return fail(400, 'invalid ttl');
-    const count = await this.client.respawn(rq, limit, Math.min(ttlS, MAX_RESPAWN_TTL_S) * 1000);
+    const q = parseRespawnQuery(query);
+    if (isReply(q)) return q;
+    const count = await this.client.respawn(rq, q.limit, Math.min(q.ttl, MAX_RESPAWN_TTL_S) * 1000);
     return { status: 200, body: { msg: 'respawned', count } };
   }
 
   /** §4.10 `DELETE /api/:ns/:q/deadletter?limit`: delete the oldest dead jobs for good. */
   async deleteDead(rq: string, query: URLSearchParams): Promise<Reply> {
-    const limit = queryInt(query, 'limit', 1);
-    if (limit === undefined || limit < 1) return fail(400, 'invalid limit');
-    await this.client.deadLetter(rq, { delete: limit });
+    const q = parseDeleteDeadQuery(query);
+    if (isReply(q)) return q;
+    await this.client.deadLetter(rq, { delete: q.limit });
     return { status: 204 };
   }
 }

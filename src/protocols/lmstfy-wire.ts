@@ -1,13 +1,15 @@
 /**
  * The lmstfy front door's wire rules (spec/lmstfy.md), as pure functions: the name
- * checks of §2, the query integers of §3 and §4, the bulk body of §4.3 split into the
+ * checks of §2, the queries of §4 (valibot schemas, whose messages are the spec's), the bulk body of §4.3 split into the
  * raw JSON text of its elements, the job object of §4, and the one table from RqError
  * codes to lmstfy's replies. Nothing here does I/O; the routes (lmstfy.ts) and handlers
  * (lmstfy-api.ts, lmstfy-admin.ts) call these and render.
  */
 import { decodeTime } from 'ulid';
+import * as v from 'valibot';
 import { isShortId } from '../domain/ids.js';
 import { type ErrorCode } from '../domain/errors.js';
+import { checkInput } from '../domain/input-check.js';
 import { isProtocolQueueName, MAX_QUEUE_NAME } from '../domain/names.js';
 import type { PulledJob } from './pull-client.js';
 
@@ -80,29 +82,45 @@ export function isNamespace(namespace: string): boolean {
   return Buffer.byteLength(namespace) <= LIMITS.nameBytes && NAME_RE.test(namespace);
 }
 
+/** A query's keys, each with its first value (as gin's Query reads them). */
+function queryFields(query: URLSearchParams): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const [key, value] of query) fields[key] ??= value;
+  return fields;
+}
+
+/** `query` checked by `schema`: its value, or the 400 with the schema's message. */
+function checkQuery<S extends v.GenericSchema>(schema: S, query: URLSearchParams): v.InferOutput<S> | Reply {
+  const checked = checkInput(schema, queryFields(query));
+  return checked.ok ? checked.value : fail(400, checked.problem.message);
+}
+
 /**
- * A query integer as Go's strconv.ParseUint reads it (plain decimal digits, no sign),
- * within 0..max. An absent key gives `dflt`; a key that is there but empty is invalid,
- * as gin's DefaultQuery hands the empty text on. undefined means invalid.
+ * The query integer `name` as Go's strconv.ParseUint reads it (plain decimal digits, no
+ * sign), within min..max, else `invalid <name>`. An absent key gives `dflt`; a key that
+ * is there but empty is invalid, as gin's DefaultQuery hands the empty text on.
  */
-export function queryUint(query: URLSearchParams, key: string, dflt: number, max: number): number | undefined {
-  const text = query.get(key);
-  if (text === null) return dflt;
-  if (!/^\d+$/.test(text)) return undefined;
-  const n = Number(text);
-  return n <= max ? n : undefined;
-}
+const uintParam = (name: string, dflt: number, max: number, min = 0) =>
+  v.message(v.optional(v.pipe(v.string(), v.regex(/^\d+$/), v.transform(Number), v.minValue(min), v.maxValue(max)), String(dflt)), `invalid ${name}`);
 
-/** A query integer as Go's strconv.ParseInt reads it (an optional sign, then digits), or undefined. */
-export function queryInt(query: URLSearchParams, key: string, dflt: number): number | undefined {
-  const text = query.get(key);
-  if (text === null) return dflt;
-  if (!/^[+-]?\d+$/.test(text)) return undefined;
-  const n = Number(text);
-  return Number.isSafeInteger(n) ? n : undefined;
-}
+/** The query integer `name` as Go's strconv.ParseInt reads it (an optional sign, then digits), at least `min`, else `invalid <name>`. */
+const intParam = (name: string, dflt: number, min: number) =>
+  v.message(v.optional(v.pipe(v.string(), v.regex(/^[+-]?\d+$/), v.transform(Number), v.safeInteger(), v.minValue(min)), String(dflt)), `invalid ${name}`);
 
-/** The publish query of §4.1 (also §4.2 and §4.3), checked in the spec's order. */
+/**
+ * The publish query of §4.1 (also §4.2 and §4.3), in two steps so that its checks run in
+ * the spec's order: `delay`, `ttl`, the two together, then `tries`.
+ */
+const PUBLISH_QUERY = v.pipe(
+  v.looseObject({ delay: uintParam('delay', DEFAULTS.delayS, LIMITS.uint32), ttl: uintParam('ttl', DEFAULTS.ttlS, LIMITS.uint32) }),
+  v.check(({ delay, ttl }) => ttl === 0 || ttl >= delay, 'ttl is shorter than delay'),
+  v.object({
+    delay: v.number(),
+    ttl: v.number(),
+    tries: v.pipe(uintParam('tries', DEFAULTS.tries, LIMITS.uint16), v.minValue(1, "tries shouldn't be zero")),
+  }),
+);
+
 export interface PublishQuery {
   delayS: number;
   ttlS: number;
@@ -110,18 +128,18 @@ export interface PublishQuery {
 }
 
 export function parsePublishQuery(query: URLSearchParams): PublishQuery | Reply {
-  const delayS = queryUint(query, 'delay', DEFAULTS.delayS, LIMITS.uint32);
-  if (delayS === undefined) return fail(400, 'invalid delay');
-  const ttlS = queryUint(query, 'ttl', DEFAULTS.ttlS, LIMITS.uint32);
-  if (ttlS === undefined) return fail(400, 'invalid ttl');
-  if (ttlS > 0 && ttlS < delayS) return fail(400, 'ttl is shorter than delay');
-  const tries = queryUint(query, 'tries', DEFAULTS.tries, LIMITS.uint16);
-  if (tries === undefined) return fail(400, 'invalid tries');
-  if (tries === 0) return fail(400, "tries shouldn't be zero");
-  return { delayS, ttlS, tries };
+  const q = checkQuery(PUBLISH_QUERY, query);
+  return isReply(q) ? q : { delayS: q.delay, ttlS: q.ttl, tries: q.tries };
 }
 
-/** The consume query of §4.4, checked in the spec's order; `queues` are the listed names, empty parts dropped, duplicates too. */
+/** The consume query of §4.4, checked in the spec's order. */
+const CONSUME_QUERY = v.object({
+  ttr: uintParam('ttr', DEFAULTS.ttrS, LIMITS.uint32),
+  timeout: uintParam('timeout', DEFAULTS.timeoutS, LIMITS.uint32),
+  count: uintParam('count', 1, LIMITS.consumeCount, 1),
+});
+
+/** The consume query of §4.4; `queues` are the listed names, empty parts dropped, duplicates too. */
 export interface ConsumeQuery {
   ttrS: number;
   timeoutS: number;
@@ -130,16 +148,19 @@ export interface ConsumeQuery {
 }
 
 export function parseConsumeQuery(query: URLSearchParams, queuePart: string): ConsumeQuery | Reply {
-  const ttrS = queryUint(query, 'ttr', DEFAULTS.ttrS, LIMITS.uint32);
-  if (ttrS === undefined) return fail(400, 'invalid ttr');
-  const timeoutS = queryUint(query, 'timeout', DEFAULTS.timeoutS, LIMITS.uint32);
-  if (timeoutS === undefined) return fail(400, 'invalid timeout');
-  const count = queryUint(query, 'count', 1, LIMITS.consumeCount);
-  if (count === undefined || count === 0) return fail(400, 'invalid count');
-  const queues = [...new Set(queuePart.split(',').filter((q) => q !== ''))];
+  const q = checkQuery(CONSUME_QUERY, query);
+  if (isReply(q)) return q;
+  const queues = [...new Set(queuePart.split(',').filter((name) => name !== ''))];
   if (queues.length === 0) return fail(400, 'invalid queue name(s)');
-  return { ttrS, timeoutS, count, queues };
+  return { ttrS: q.ttr, timeoutS: q.timeout, count: q.count, queues };
 }
+
+/** The dead letter's queries of §4.10: how many jobs (`limit`), and a respawned job's `ttl` in seconds. */
+const RESPAWN_QUERY = v.object({ limit: intParam('limit', 1, 1), ttl: intParam('ttl', DEFAULTS.respawnTtlS, 0) });
+const DELETE_DEAD_QUERY = v.object({ limit: RESPAWN_QUERY.entries.limit });
+
+export const parseRespawnQuery = (query: URLSearchParams): { limit: number; ttl: number } | Reply => checkQuery(RESPAWN_QUERY, query);
+export const parseDeleteDeadQuery = (query: URLSearchParams): { limit: number } | Reply => checkQuery(DELETE_DEAD_QUERY, query);
 
 export const isReply = (v: unknown): v is Reply => typeof v === 'object' && v !== null && 'status' in v;
 

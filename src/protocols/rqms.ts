@@ -38,6 +38,7 @@ import http from 'node:http';
 import * as v from 'valibot';
 import { parseConfigValue } from '../domain/config-check.js';
 import { RqError, explain, type ErrorCode } from '../domain/errors.js';
+import { checkInput, type InputProblem } from '../domain/input-check.js';
 import { browserHostNames, protocolSection } from '../domain/main-config.js';
 import { isProtocolQueueName } from '../domain/names.js';
 import { bodyBudget } from '../lib/body-budget.js';
@@ -297,19 +298,34 @@ function itemJson(queue: string, job: PulledJob): string {
   return `{"ticket":${JSON.stringify(ticket)},"value":${value}}`;
 }
 
-/** `count` (§4.1): an integer ≥ 1, clamped to MAX_COUNT; default 1. */
-function parseCount(raw: string | undefined): number {
-  if (raw === undefined) return 1;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw refuse('RQ_BAD_REQUEST', `count must be a whole number of at least 1, got ${JSON.stringify(raw)}.`);
-  return Math.min(Number(raw), MAX_COUNT);
-}
+/** `time`'s text: decimal seconds, perhaps with an exponent. */
+const SECONDS_RE = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
-/** `time` (§4.1) as a TTR in ms: decimal seconds, default 10; ≤ 0 is a lock that has already run out (TTR 0). */
-function parseTtrMs(raw: string | undefined): number {
-  if (raw === undefined) return DEFAULT_TIME_S * 1000;
-  const seconds = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(raw.trim()) ? Number(raw) : NaN;
-  if (!Number.isFinite(seconds)) throw refuse('RQ_BAD_REQUEST', `time must be a number of seconds, got ${JSON.stringify(raw)}.`);
-  return seconds <= 0 ? 0 : Math.min(Math.ceil(seconds * 1000), MAX_TTR_MS);
+/**
+ * The fetch query (§4.1): `count`, a whole number of at least 1 (clamped to MAX_COUNT),
+ * default 1; `time`, decimal seconds, default 10, as a TTR in ms (≤ 0 is a lock that has
+ * already run out: TTR 0). A message is what the field must be.
+ */
+const FETCH_QUERY = v.object({
+  count: v.optional(v.pipe(v.string(), v.regex(/^\d*[1-9]\d*$/, 'a whole number of at least 1'), v.transform((raw) => Math.min(Number(raw), MAX_COUNT))), '1'),
+  time: v.optional(
+    v.pipe(
+      v.string(),
+      v.check((raw) => SECONDS_RE.test(raw.trim()) && Number.isFinite(Number(raw)), 'a number of seconds'),
+      v.transform((raw) => (Number(raw) <= 0 ? 0 : Math.min(Math.ceil(Number(raw) * 1000), MAX_TTR_MS))),
+    ),
+    String(DEFAULT_TIME_S),
+  ),
+});
+
+/** A ticket (§4.4): `[id, rev]`, as the fetch gave it. */
+const TICKET = v.strictTuple([v.pipe(v.string(), v.nonEmpty()), v.string()]);
+
+/** `value` checked by `schema`, or RQ_BAD_REQUEST worded by `say` from its first problem. */
+function checked<S extends v.GenericSchema>(schema: S, value: unknown, say: (p: InputProblem) => string): v.InferOutput<S> {
+  const result = checkInput(schema, value);
+  if (!result.ok) throw refuse('RQ_BAD_REQUEST', say(result.problem));
+  return result.value;
 }
 
 /** What the handlers get: the door's context, and which queues it may touch. */
@@ -335,9 +351,7 @@ interface Incoming {
 /** GET /<queue>?count&time: lease up to `count` items in id order; a reply nobody receives hands them back. */
 async function fetchItems(ctx: RqmsDoor, r: Incoming): Promise<void> {
   const queue = queueOf(ctx, r);
-  const params = parseQuery(r.query);
-  const count = parseCount(params.get('count'));
-  const ttrMs = parseTtrMs(params.get('time'));
+  const { count, time: ttrMs } = checked(FETCH_QUERY, Object.fromEntries(parseQuery(r.query)), (p) => `${p.field} must be ${p.message}, got ${JSON.stringify(p.got)}.`);
   const jobs = await ctx.client.lease([queue], { owner: 'rqms', ttr_ms: ttrMs, count, wait_ms: 0 });
   if (r.exchange.send(json(200, `{"items":[${jobs.map((j) => itemJson(queue, j)).join(',')}]}`))) return;
   for (const job of jobs) {
@@ -380,10 +394,7 @@ async function deleteItem(ctx: RqmsDoor, r: Incoming): Promise<Reply> {
   if (text === undefined) throw refuse('RQ_BAD_REQUEST', PHRASE.badTicket);
   let ticket: unknown = JSON.parse(text);
   if (typeof ticket === 'string') ticket = jsonText(Buffer.from(ticket)) === undefined ? undefined : JSON.parse(ticket);
-  if (!Array.isArray(ticket) || ticket.length !== 2 || typeof ticket[0] !== 'string' || ticket[0] === '' || typeof ticket[1] !== 'string') {
-    throw refuse('RQ_BAD_REQUEST', 'A ticket is the JSON text ["<id>","<rev>"], given back as the fetch gave it.');
-  }
-  const [id, revText] = ticket as [string, string];
+  const [id, revText] = checked(TICKET, ticket, () => 'A ticket is the JSON text ["<id>","<rev>"], given back as the fetch gave it.');
   const item = await ctx.client.peek(queue, id);
   if (item === null) throw new RqError('RQ_NOT_FOUND', 'msg not found');
   const rev = ticketRev(queue, id, item.id, revText);

@@ -1,7 +1,8 @@
 /**
  * Request parameters as RQ's routes see them (spec/rq.md §7.2): query and form keys
  * nest (`a[b][]=v`, parsed by qs), both urlencoded and multipart bodies are read, and a
- * path parameter overrides a query or form parameter of the same name.
+ * path parameter overrides a query or form parameter of the same name. A route checks a
+ * parameter with a valibot schema (checkedParam), which names it in the 400.
  *
  * Multipart bodies are parsed by busboy. Every file part streams to its own temp file
  * (`RackMultipart-*`, as RQ named them) in os.tmpdir(), which is the config's `tmpdir`:
@@ -25,7 +26,9 @@ import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import qs from 'qs';
+import * as v from 'valibot';
 import { coerceError, isNoSpace } from '../domain/errors.js';
+import { checkInput } from '../domain/input-check.js';
 import { BUSY_RETRY_AFTER_S, bodyBudget } from '../lib/body-budget.js';
 import { webError } from './web-errors.js';
 
@@ -50,6 +53,16 @@ export interface Upload {
 export function params(req: Request): Record<string, unknown> {
   const body = req.is('application/json') ? {} : (req.body as Record<string, unknown> | undefined);
   return { ...(req.query as Record<string, unknown>), ...(body ?? {}), ...req.params };
+}
+
+/**
+ * The parameter `key` checked and shaped by `schema`, or a 400 `'<key>' must be <the
+ * schema's message>, got <the value as JSON>`.
+ */
+export function checkedParam<S extends v.GenericSchema>(req: Request, key: string, schema: S): v.InferOutput<S> {
+  const checked = checkInput(schema, params(req)[key]);
+  if (checked.ok) return checked.value;
+  throw webError('RQ_BAD_REQUEST', `'${key}' must be ${checked.problem.message}, got ${JSON.stringify(checked.problem.got)}`);
 }
 
 /** One parameter as a string, or undefined when absent or not a string. */

@@ -18,6 +18,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Router, type Request, type Response } from 'express';
+import * as v from 'valibot';
 import { isOk } from '../../client/rpc.js';
 import { asRq, isRefusal } from '../../client/refusal.js';
 import { localTimestamp } from '../../lib/local-time.js';
@@ -25,7 +26,7 @@ import { RQ_DIRS, createRefusal, linkRefusal, type CreatePolicy, type Resolved }
 import { RqError } from '../../domain/errors.js';
 import { isPlainObject } from '../../domain/message.js';
 import { normaliseQueueConfig } from '../../domain/queue-config.js';
-import { STATES, isState, type State } from '../../domain/states.js';
+import { STATES, type State } from '../../domain/states.js';
 import type { ListedMessage, MessageView } from '../../rpc/queue-api.js';
 import type { QueueLayout } from '../../store/layout.js';
 import { readLinkedConfig } from '../../store/config-files.js';
@@ -33,7 +34,7 @@ import type { WebContext } from '../context.js';
 import { formatBytes } from '../../lib/bytes.js';
 import { retentionText, shown, utcTime } from '../format.js';
 import { PROBE_TIMEOUT_MS, isBuiltinQueue } from '../gateway.js';
-import { param, params } from '../params.js';
+import { checkedParam, param, params } from '../params.js';
 import { mgrPidOf } from '../pipeline.js';
 import { probeMgr, probeQueue, probeQueues, type QueueProbe } from '../queue-info.js';
 import { sendPage } from '../render.js';
@@ -87,22 +88,18 @@ function realPath(file: string): string {
   }
 }
 
-/** A whole-number parameter (`page`, `limit`), or `fallback` when absent. */
-function wholeParam(req: Request, key: string, fallback: number, min: number): number {
-  const v = params(req)[key];
-  if (v === undefined || v === '') return fallback;
-  if (typeof v !== 'string' || !/^\d{1,9}$/.test(v) || Number(v) < min) {
-    throw webError('RQ_BAD_REQUEST', `'${key}' must be a whole number, at least ${min}, got ${JSON.stringify(v)}`);
-  }
-  return Number(v);
+/** A whole-number parameter (`page`, `limit`) of at least `min`, nine digits at most; absent or empty is `fallback`. */
+function wholeNumber(min: number, fallback: number) {
+  const want = `a whole number, at least ${min}`;
+  const text = v.pipe(v.string(want), v.regex(/^(\d{1,9})?$/, want), v.check((t) => t === '' || Number(t) >= min, want));
+  return v.optional(v.pipe(text, v.transform((t) => (t === '' ? fallback : Number(t)))), '');
 }
 
-function stateParam(req: Request): State | undefined {
-  const v = params(req)['state'];
-  if (v === undefined || v === '') return undefined;
-  if (!isState(v)) throw webError('RQ_BAD_REQUEST', `'state' must be one of ${STATES.join(', ')}, got ${JSON.stringify(v)}`);
-  return v;
-}
+const LIMIT_PARAM = wholeNumber(0, 10);
+const PAGE_PARAM = wholeNumber(1, 1);
+
+/** The `state` parameter: a state, or undefined when absent or empty. */
+const STATE_PARAM = v.optional(v.pipe(v.picklist(['', ...STATES], `one of ${STATES.join(', ')}`), v.transform((s) => (s === '' ? undefined : s))), '');
 
 async function readText(file: string): Promise<string | undefined> {
   try {
@@ -291,7 +288,7 @@ export function queueRoutes(ctx: WebContext): Router {
   async function searchPage(req: Request, res: Response): Promise<void> {
     const text = (param(req, 'q') ?? '').trim();
     const name = param(req, 'name') ?? '';
-    const state = stateParam(req);
+    const state = checkedParam(req, 'state', STATE_PARAM);
     const query = queryParam(req);
     const all = (await gw.queueNames()) ?? [];
     const names = name === '' ? all : [gw.existing(name).name];
@@ -338,7 +335,7 @@ export function queueRoutes(ctx: WebContext): Router {
 
   r.get('/q/:name/done.json', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
-    const limit = wholeParam(req, 'limit', 10, 0);
+    const limit = checkedParam(req, 'limit', LIMIT_PARAM);
     const reply = await gw.queues.send(q.name, 'messages', { state: 'done', limit });
     if (isRefusal(reply)) throw webError('RQ_PROTOCOL', `Queue ${q.name} answered ${dump(asRq(reply))}`);
     res.json(reply.map((m) => m.msg_id));
@@ -445,8 +442,8 @@ export function queueRoutes(ctx: WebContext): Router {
 
   /** The dashboard's queue page: status, admin, config, schedule, one page of one state. */
   async function queuePage(req: Request, res: Response, q: QueueLayout): Promise<void> {
-    const requested = wholeParam(req, 'page', 1, 1);
-    const wanted = stateParam(req);
+    const requested = checkedParam(req, 'page', PAGE_PARAM);
+    const wanted = checkedParam(req, 'state', STATE_PARAM);
     const [probe, configText] = await Promise.all([probeQueue(gw, q.name), readText(q.configFile)]);
     const base = q.name === 'relay' ? RELAY_TABS : TABS;
     const state = wanted ?? 'que';
