@@ -22,7 +22,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { coerceError } from '../domain/errors.js';
+import { coerceError, explain } from '../domain/errors.js';
 import { isValidQueueName } from '../domain/names.js';
 import { QueueClient } from '../client/queue-client.js';
 import type { RestartCounts } from '../rpc/mgr-api.js';
@@ -30,6 +30,7 @@ import { createRpcServer, listenOwnerOnly } from '../rpc/server.js';
 import type { Logger } from '../lib/logger.js';
 import { QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../lib/install-root.js';
 import { PARENT_PID_VAR } from '../lib/parent-link.js';
+import { readMainConfig } from '../store/config-files.js';
 import { fittedFileName, queueLayout, type RootLayout } from '../store/layout.js';
 import { MgrCommands, type SupervisedQueues } from './mgr-commands.js';
 import { MAX_RESTARTS, restartDelayMs, type QueueProc } from './restarts.js';
@@ -51,6 +52,8 @@ export class Supervisor implements SupervisedQueues {
   private readonly queues = new Map<string, QueueProc>();
   /** `restarts`: the web process's unexpected deaths, each followed by a restart; never reset. */
   private web: { child: ChildProcess | undefined; restarts: number } = { child: undefined, restarts: 0 };
+  /** The text of config/config.json when the web process was last started: a reload that finds another restarts it. */
+  private webConfig: string | undefined;
   readonly startedAt = Date.now();
   private readonly commands: MgrCommands;
   private server = createRpcServer(async (command, argument) => JSON.stringify(await this.commands.command(command, argument)));
@@ -182,6 +185,7 @@ export class Supervisor implements SupervisedQueues {
   /** Spawn the web process; resolves when it says it listens (or is gone, or after 5 s). */
   private startWeb(): Promise<void> {
     if (this.shuttingDown) return Promise.resolve();
+    this.webConfig = readTextOrUndefined(this.o.root.mainConfig);
     const child = this.spawnChild(WEB_MAIN, [], { component: 'web' });
     this.web.child = child;
     const ready = new Promise<void>((resolve) => {
@@ -242,6 +246,30 @@ export class Supervisor implements SupervisedQueues {
       }
     }
     for (const name of this.discover()) if (!this.queues.has(name)) void this.startQueue(name);
+    this.reloadWeb();
+  }
+
+  /**
+   * A config.json changed since the web process started (a front door added, a port, the
+   * allowed hosts): start a new web process, which opens the ports once the old one, told
+   * to stop, has let go of them (its lock). A config the web could not start with is
+   * refused here, in the log, and the running web process serves on.
+   */
+  private reloadWeb(): void {
+    const text = readTextOrUndefined(this.o.root.mainConfig);
+    const old = this.web.child;
+    if (text === this.webConfig || old === undefined) return;
+    try {
+      readMainConfig(this.o.root);
+    } catch (e) {
+      this.o.log.error({ err: explain(e) }, 'config.json changed, but the web process cannot start with it; the running one serves on');
+      return;
+    }
+    this.o.log.info('config.json changed: starting a new web process');
+    // No longer this.web.child: its exit is not a death to restart after.
+    this.web.child = undefined;
+    old.kill('SIGTERM');
+    void this.startWeb();
   }
 
   // ───────────────────── for the RPC's commands (mgr-commands.ts) ─────────────────────
@@ -301,4 +329,13 @@ function isReadable(file: string): boolean {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** The text of `file`, or undefined when it cannot be read. */
+function readTextOrUndefined(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
 }

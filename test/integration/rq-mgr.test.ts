@@ -8,7 +8,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { REPO, TestRoot, pidAlive, useTestRoot, waitFor } from '../helpers/install.js';
+import { REPO, TestRoot, freePort, pidAlive, useTestRoot, waitFor } from '../helpers/install.js';
 
 const root = useTestRoot();
 let t: TestRoot;
@@ -114,6 +114,32 @@ describe('signals', () => {
     await waitFor(async () => JSON.stringify(await t.mgr('queues')) === '["q1","later"]', 5000, 'the new queue to be started');
     await waitFor(async () => ((await t.rpc('q1', 'config', '')) as [string, { num_workers: number }])[1].num_workers === 3, 2000, 'q1 to reload');
     await waitFor(async () => (await t.rpc('later', 'ping', '')) !== null, 5000, 'the new queue to answer');
+  });
+
+  it('reload opens a front door added to config.json, and keeps the web serving through a config it cannot start with', async () => {
+    const webPort = await t.usePort();
+    expect(await t.bin('rq-mgr', ['start'])).toMatchObject({ code: 0 });
+    const log = (): string => fs.readFileSync(path.join(t.root, 'log/rq.log'), 'utf8');
+    const answers = async (port: number, urlPath: string): Promise<number | undefined> => {
+      try {
+        return (await fetch(`http://127.0.0.1:${port}${urlPath}`)).status;
+      } catch {
+        return undefined;
+      }
+    };
+    // A config the web could not start with: said in the log, and the running web serves on.
+    t.setMainConfig({ protocols: { rqms: { port: 'not a port' } } });
+    expect(await t.bin('rq-mgr', ['reload'])).toMatchObject({ code: 0 });
+    await waitFor(() => log().includes('config.json changed, but the web process cannot start with it'), 5000, 'the refusal in the log');
+    expect(await answers(webPort, '/css/rq.css')).toBe(200);
+    // A door added: it opens, without a restart of rq-mgr.
+    const rqmsPort = await freePort();
+    t.setMainConfig({ protocols: { rqms: { port: rqmsPort } } });
+    expect(await t.bin('rq-mgr', ['reload'])).toMatchObject({ code: 0 });
+    await waitFor(async () => (await answers(rqmsPort, '/favicon.ico')) === 404, 10_000, 'the RQMS door to open');
+    await waitFor(async () => (await answers(webPort, '/css/rq.css')) === 200, 10_000, 'the new web process to serve');
+    // Started anew on purpose: not counted as a death.
+    expect(await t.mgr('restarts')).toEqual({ queues: {}, web: 0 });
   });
 
   it('reopens log/rq.log on SIGUSR1 (logrotate)', async () => {
