@@ -1,5 +1,5 @@
 /**
- * rq-mgr's RPC commands (§5.3; their types are rpc/mgr-api.ts's): each command's checks
+ * rq-mgr's RPC commands (their types are rpc/mgr-api.ts's): each command's checks
  * and reply, for the socket `config/queuemgr.sock`. Creating a queue (from a form, a
  * linked config file, or a pull front door's first use) is done here: its name and
  * config checked in RQ's order, its directories and config.json written; the supervisor
@@ -134,7 +134,7 @@ export class MgrCommands {
 
   /**
    * create_queue_link: read the file (inside the root, a regular file of at most 1 MiB,
-   * without blocking), validate it in RQ's order (§1.5), then link config.json to the
+   * without blocking), validate it in RQ's order, then link config.json to the
    * real path of the file it read.
    */
   private async createQueueLink(argument: string): Promise<unknown> {
@@ -235,7 +235,7 @@ export class MgrCommands {
   }
 }
 
-/** The checks of a config given by link, in RQ's order (§1.5); undefined when valid. */
+/** The checks of a config given by link, in RQ's order; undefined when valid. */
 function validateLinkedConfig(raw: Record<string, unknown>): string | undefined {
   const size = (v: unknown): number => (typeof v === 'string' || Array.isArray(v) ? v.length : isPlainObject(v) ? Object.keys(v).length : 0);
   if (!('name' in raw)) return 'json config is missing name field';

@@ -1,8 +1,8 @@
 /**
  * Pid files: is the process a pid file names alive, and is it the program we expect?
  * The command-line check keeps a pid reused by another program from being mistaken
- * for rq-mgr or a queue process. Used by the web (503 while rq-mgr is down, spec/rq.md
- * §7.1; the pid column of the dashboard), and by `bin/rq-mgr` for the pid of an rq-mgr
+ * for rq-mgr or a queue process. Used by the web (503 while rq-mgr is down; the pid
+ * column of the dashboard), and by `bin/rq-mgr` for the pid of an rq-mgr
  * that holds its lock (process-lock.ts) but does not answer it.
  */
 import fs from 'node:fs';

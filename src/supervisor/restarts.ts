@@ -1,14 +1,14 @@
 /**
  * rq-mgr's restart policy: the record it keeps of each queue process (what its death is
  * to lead to, and how often it died), the backoff before a restart, and the limit past
- * which a queue is given up (§4.2). The web process is restarted with the same
+ * which a queue is given up (the README's "rq-mgr: `bin/rq-mgr`"). The web process is restarted with the same
  * backoff, and never given up.
  */
 import type { ChildProcess } from 'node:child_process';
 
 /**
  * RQ restarts a queue after up to this many unexpected deaths and gives up at the next one
- * (spec/rq.md §4.2: counter > 10); the counter never decays.
+ * (RQ's rule: a counter over 10); the counter never decays.
  */
 export const MAX_RESTARTS = 10;
 

@@ -4,7 +4,7 @@
  * `bin/rq-mgr start` spawns (rq-mgr-main.ts), every log line in `log/rq.log`, reopened on
  * SIGUSR1 for logrotate. A log that cannot be written (a full disk) costs lines, counted,
  * never the process (logger.ts). Either way TERM or INT stops everything cleanly and HUP
- * reloads (spec/rq.md §4.2). At start it takes the root's rq-mgr lock (process-lock.ts): a
+ * reloads. At start it takes the root's rq-mgr lock (process-lock.ts): a
  * second rq-mgr for the same root logs who holds it and exits. It also makes the files
  * that hold secrets owner-only, saying so in the log (secret-files.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * What rq-mgr needs from `config/config.json` before it starts anything (spec/rq.md §1.2):
+ * What rq-mgr needs from `config/config.json` before it starts anything:
  * the file must exist and be JSON, and `tmpdir` (when set) must be a directory rq can
  * create files in. The failures carry RQ's exact messages, with the cause on the next
  * line. `bin/rq-mgr start|run` (to say why before starting) and the supervisor process

@@ -1,5 +1,5 @@
 /**
- * rq-mgr, the supervisor (spec/rq.md §4.2, §5.3): one queue process per queue directory
+ * rq-mgr, the supervisor: one queue process per queue directory
  * and one web process, each restarted with backoff when it dies, and the RPC on
  * `config/queuemgr.sock` that creates, deletes, pauses, resumes, downs, ups and restarts
  * queues, and (beyond RQ, for the web) reports how often it restarted each of them.
@@ -68,7 +68,7 @@ export class Supervisor implements SupervisedQueues {
   }
 
   /**
-   * §4.2 start-up: pid file, one process per queue directory, the web process, then the
+   * Start-up: pid file, one process per queue directory, the web process, then the
    * socket. The socket opens last, so `rq-mgr start` (which waits for it) returns only
    * when the queues answer and the web listens. The caller holds the root's rq-mgr lock,
    * so no other rq-mgr writes the pid file.
@@ -114,7 +114,7 @@ export class Supervisor implements SupervisedQueues {
   }
 
   /**
-   * Spawn a queue process and wait until it answers ping (§4.2), or is gone, or
+   * Spawn a queue process and wait until it answers ping, or is gone, or
    * QUEUE_START_WAIT_MS have passed (it may be recovering a long queue, or waiting for
    * the previous process of the queue to exit).
    */
@@ -142,7 +142,7 @@ export class Supervisor implements SupervisedQueues {
     this.handleGone(p, code, signal);
   }
 
-  /** A queue process is gone: act on its mark (§4.2). */
+  /** A queue process is gone: act on its mark. */
   private handleGone(p: QueueProc, code: number | null, signal: NodeJS.Signals | null): void {
     const { log } = this.o;
     switch (p.mark) {
@@ -235,7 +235,7 @@ export class Supervisor implements SupervisedQueues {
     return this.shuttingDown;
   }
 
-  /** SIGHUP (§4.2): reload configs of live queues, stop vanished ones, start new ones. */
+  /** SIGHUP: reload configs of live queues, stop vanished ones, start new ones. */
   reload(): void {
     for (const p of this.queues.values()) {
       if (!p.child) continue;
