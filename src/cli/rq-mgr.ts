@@ -10,6 +10,7 @@
  * started twice. A pid file left by an rq-mgr that died is stale: rq-mgr overwrites it
  * when it starts, and `stop` and `zap` remove it.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -26,7 +27,6 @@ const START_WAIT_MS = 15_000;
 
 const USAGE = 'Usage: rq-mgr <start|stop|status|restart|run|reload|zap>';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function removeStale(root: RootLayout): void {
   fs.rmSync(root.mgrPidFile, { force: true });

@@ -16,6 +16,7 @@
  * command that is not repeatable, nothing was done). When it may have been done:
  * RQ_OUTCOME_UNKNOWN, whose text names the id a create had allocated.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { RqError } from '../domain/errors.js';
 import { isRefusal, refusalCode } from './refusal.js';
 import { isOk, rpcRequest, type RpcOutcome } from './rpc.js';
@@ -56,7 +57,6 @@ export function restartHeaders(e: unknown): Record<string, string> | undefined {
   return restarting ? { 'Retry-After': String(RESTART_RETRY_AFTER_S) } : undefined;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** `command` with `arg` (JSON, or a bare string as rq-mgr's queue commands take), as the file comment says. */
 export async function callRpc(socket: string, command: string, arg: object | string, o: CallOptions): Promise<unknown> {

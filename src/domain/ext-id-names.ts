@@ -47,6 +47,6 @@ export function parseMarker(text: string): ExtIdMarker | undefined {
 }
 
 /** An entry that may name a live message: a file with another name (its marker); a message directory deleted leaves it alone (`nlink` 1). */
-export function isLinkedEntry(st: { isFile(): boolean; nlink: number } | undefined): boolean {
+export function isLinkedEntry<T extends { isFile(): boolean; nlink: number }>(st: T | undefined): st is T {
   return st !== undefined && st.isFile() && st.nlink >= 2;
 }

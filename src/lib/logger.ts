@@ -15,6 +15,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { coerceError, errnoCode } from '../domain/errors.js';
 
 export type { Logger };
 
@@ -65,8 +66,7 @@ function linesFrom(buf: Buffer, from: number): number {
 
 /** An error's reason as the drop line gives it: its errno code (`ENOSPC`), else its message. */
 function reasonOf(e: unknown): string {
-  const err = e as { code?: unknown; message?: unknown } | null;
-  return typeof err?.code === 'string' ? err.code : String(err?.message ?? e);
+  return errnoCode(e) ?? coerceError(e).message;
 }
 
 class Destination implements LogDestination {
@@ -258,7 +258,7 @@ interface Chunk {
 
 /** A write to a full pipe that does not block (EAGAIN): to be tried again, not a failure. */
 function isFullPipe(e: unknown): boolean {
-  const code = (e as { code?: unknown } | null)?.code;
+  const code = errnoCode(e);
   return code === 'EAGAIN' || code === 'EBUSY';
 }
 

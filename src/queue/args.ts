@@ -6,6 +6,7 @@
  * and throws the first refusal as RQ_BAD_REQUEST.
  */
 import * as v from 'valibot';
+import { checkInput } from '../domain/input-check.js';
 import { RqError } from '../domain/errors.js';
 import { parseFullId } from '../domain/ids.js';
 import { isPlainObject } from '../domain/message.js';
@@ -22,9 +23,9 @@ export type ArgSchema<A> = v.GenericSchema<unknown, A>;
 
 /** `arg` checked against `schema`; the first refusal is thrown as RQ_BAD_REQUEST. */
 export function parseArg<A>(schema: ArgSchema<A>, arg: Record<string, unknown>): A {
-  const r = v.safeParse(schema, arg, { abortEarly: true });
-  if (!r.success) throw new RqError('RQ_BAD_REQUEST', r.issues[0].message);
-  return r.output;
+  const r = checkInput(schema, arg);
+  if (!r.ok) throw new RqError('RQ_BAD_REQUEST', r.problem.message);
+  return r.value;
 }
 
 const shown = (issue: { input: unknown }): string => JSON.stringify(issue.input);

@@ -32,13 +32,13 @@ import type { QueEntry } from '../store/que-index.js';
 import type { HousekeepingState } from './clean-report.js';
 import type { CronSchedule } from './cron.js';
 import type { MessageLocks } from './message-locks.js';
-import type { ArgOf, PullResult, PulledView, QueueCommand, ReplyOf } from '../rpc/queue-api.js';
+import type { AdminStatus, ArgOf, PullResult, PulledView, QueueCommand, ReplyOf } from '../rpc/queue-api.js';
 import type { QueList } from './que-list.js';
 import type { QueueStats } from './queue-stats.js';
 import type { SortedIds } from './sorted-ids.js';
 import type { Timetable } from './timetable.js';
 
-export type AdminStatus = 'UP' | 'PAUSE' | 'DOWN';
+export type { AdminStatus } from '../rpc/queue-api.js';
 export type OperStatus = 'UP' | 'SCRIPTERROR';
 
 /** Calls a queue's command, typed by the map: this queue in-process, any other over its socket (its reply, refusals included). */

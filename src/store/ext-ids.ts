@@ -38,11 +38,6 @@ function readMarker(file: string): ExtIdMarker | undefined {
   }
 }
 
-/** An entry that may name a live message (ext-id-names.ts). */
-function linked(st: fs.Stats | undefined): st is fs.Stats {
-  return isLinkedEntry(st);
-}
-
 let seq = 0;
 
 export interface ExtIdIndex {
@@ -88,7 +83,7 @@ export function extIdIndex(dir: string): ExtIdIndex {
     dir,
     lookup(extId) {
       const f = file(extId);
-      if (!linked(lstatOrUndefinedSync(f))) return undefined;
+      if (!isLinkedEntry(lstatOrUndefinedSync(f))) return undefined;
       const m = readMarker(f);
       return m !== undefined && m.ext_id === extId ? { queue: m.queue, id: m.id } : undefined;
     },
@@ -109,8 +104,8 @@ export function extIdIndex(dir: string): ExtIdIndex {
         }
         const st = lstatOrUndefinedSync(f);
         if (st === undefined) continue;
-        const m = linked(st) ? readMarker(f) : undefined;
-        if (linked(st) && (m === undefined || m.ext_id !== extId || isLive(m))) return false;
+        const m = isLinkedEntry(st) ? readMarker(f) : undefined;
+        if (isLinkedEntry(st) && (m === undefined || m.ext_id !== extId || isLive(m))) return false;
         if (!clearStale(f, st)) return false;
       }
       return false;

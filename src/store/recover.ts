@@ -67,10 +67,11 @@ export function recoverQueue(store: MessageStore, layout: QueueLayout, log: Logg
   const fromRun = new Set<string>();
   for (const id of store.listFlat('run')) {
     let msg: Message | undefined;
+    let unreadable: unknown;
     try {
       msg = store.readMsg('run', id);
-    } catch {
-      msg = undefined;
+    } catch (e) {
+      unreadable = e;
     }
     if (msg?.lease) {
       leased.push({ id, msg, lease: msg.lease });
@@ -78,13 +79,12 @@ export function recoverQueue(store: MessageStore, layout: QueueLayout, log: Logg
     }
     const worker = liveWorker(id);
     if (worker) {
-      try {
-        orphans.push({ id, msg: store.readMsg('run', id), worker });
+      if (msg) {
+        orphans.push({ id, msg, worker });
         log.info({ msg_id: id, worker_pid: worker.pid }, 'worker from before the restart is still running');
         continue;
-      } catch (e) {
-        log.warn({ msg_id: id, err: coerceError(e).message }, 'cannot read running message');
       }
+      log.warn({ msg_id: id, err: coerceError(unreadable).message }, 'cannot read running message');
     }
     try {
       store.unclaim(id);

@@ -18,6 +18,7 @@
  * restarting, stopping and reloading them. The RPC's commands are mgr-commands.ts's, the
  * restart policy restarts.ts's.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -325,10 +326,6 @@ function isReadable(file: string): boolean {
   } catch {
     return false;
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
 
 /** The text of `file`, or undefined when it cannot be read. */

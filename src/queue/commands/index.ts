@@ -96,10 +96,3 @@ export const COMMANDS = {
   remove,
   list,
 } satisfies Serves;
-
-export type CommandName = keyof typeof COMMANDS;
-
-/** Each command's argument, as its schema yields it, and its reply, as its handler returns it (a refusal is `Fail`). */
-export type CommandTypes = {
-  [K in CommandName]: (typeof COMMANDS)[K] extends { run(s: never, arg: infer A, conn: never): infer R } ? { arg: A; reply: Awaited<R> } : never;
-};

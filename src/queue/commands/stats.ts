@@ -5,32 +5,17 @@
  * The admin flags are read again now. Precondition: none (answers while DOWN). On disk:
  * nothing. Errors: none.
  */
-import type { CleanerConfig } from '../../domain/retention.js';
-import type { State } from '../../domain/states.js';
-import type { DiskUsage, StatsCounters } from '../../rpc/queue-api.js';
+import type { QueueStatus } from '../../rpc/queue-api.js';
 import { anyArg } from '../args.js';
 import { command } from '../command.js';
-import type { ScheduleStatus } from '../cron.js';
 import { refreshFlags } from '../flags.js';
 import { diskUsage } from '../housekeeping.js';
-
-import { numMessages, statusOf, type AdminStatus, type OperStatus } from '../state.js';
-
-export interface QueueStatsView extends StatsCounters {
-  pid: number;
-  status: AdminStatus | OperStatus;
-  admin: AdminStatus;
-  uptime: number;
-  counts: Record<State, number>;
-  schedule: ScheduleStatus[];
-  cleaner: CleanerConfig;
-  disk: DiskUsage | null;
-}
+import { numMessages, statusOf } from '../state.js';
 
 export const stats = command({
   whileDown: true,
   arg: anyArg,
-  run: (s): QueueStatsView => {
+  run: (s): QueueStatus => {
     refreshFlags(s);
     return {
       pid: process.pid,

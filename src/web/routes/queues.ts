@@ -217,7 +217,7 @@ export function queueRoutes(ctx: WebContext): Router {
     if (!isPlainObject(queue)) throw webError('RQ_BAD_REQUEST', 'The form must send queue[name], queue[script] and queue[num_workers]');
     const refusal = createRefusalOf(queue);
     if (refusal !== undefined) throw webError('RQ_FORBIDDEN', refusal);
-    const reply = (await gw.mgr.probe('create_queue', JSON.stringify(queue), 10_000)) ?? null;
+    const reply = await gw.mgr.send('create_queue', JSON.stringify(queue));
     const text = formFlash(queue, reply);
     const name = typeof queue['name'] === 'string' ? queue['name'] : '';
     respond.redirect(req, res, rawQueuePath(root, name), isSuccess(reply) ? { notice: text } : { error: text });
@@ -240,7 +240,7 @@ export function queueRoutes(ctx: WebContext): Router {
     const refusal = linkRefusal(jsonPath, linked.file, createPolicy()) ?? (isPlainObject(linked.raw) ? createRefusalOf(linked.raw) : undefined);
     if (refusal !== undefined) throw webError('RQ_FORBIDDEN', refusal);
     // rq-mgr links the file read here (its real path), not what the path names by then.
-    const reply = (await gw.mgr.probe('create_queue_link', linked.file, 10_000)) ?? null;
+    const reply = await gw.mgr.send('create_queue_link', linked.file);
     const text = formFlash(queue, reply);
     const name = isPlainObject(linked.raw) ? linked.raw['name'] : undefined;
     // A name that is not a string (a bad config) is shown as JavaScript writes it.
@@ -251,7 +251,7 @@ export function queueRoutes(ctx: WebContext): Router {
   r.post('/delete_queue', async (req: Request, res: Response) => {
     const name = param(req, 'queue_name');
     if (name === undefined || name === '') throw webError('RQ_BAD_REQUEST', 'The form must send queue_name');
-    const reply = (await gw.mgr.probe('delete_queue', name, 10_000)) ?? null;
+    const reply = await gw.mgr.send('delete_queue', name);
     const text = formFlash({ queue_name: name }, reply);
     respond.redirect(req, res, root, isOk(reply) ? { notice: text } : { error: text });
   });
