@@ -319,6 +319,8 @@ export interface QueueApi {
   messages: { arg: MessagesArg; reply: ListedMessage[] | Fail };
   search: { arg: SearchArg; reply: Ok<SearchResult> | Fail };
   stats: { arg: NoArg; reply: QueueStatus | Fail };
+  /** Beyond RQ: the `stats` of every queue the same process serves, by name. */
+  host_stats: { arg: { queues?: string[] }; reply: Record<string, QueueStatus> | Fail };
   clean: { arg: CleanOverride; reply: Ok<CleanReport> | Fail };
   create_message: { arg: MessageInput; reply: Ok<string> | Fail };
   prep_message: { arg: MessageInput; reply: Ok<string> | Fail };
