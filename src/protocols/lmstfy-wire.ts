@@ -146,7 +146,8 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
  * attribute `<name>`, lower-cased as header names are read, whose value is the header's
  * (its first, when repeated), its bytes read as UTF-8. Without that header there are
  * none (undefined), whatever `Job-Attr-*` headers came, and none given is undefined too.
- * Too many, too long, or not UTF-8 is a 400 whose message says which.
+ * Attributes that break the limits of domain/message.ts, or a value that is not UTF-8,
+ * are a 400 whose message says which.
  */
 export function parseJobAttributes(headers: NodeJS.Dict<string[]>): Record<string, string> | undefined | Reply {
   if (headers[VERSION_HEADER]?.[0]?.toUpperCase() !== 'YES') return undefined;
