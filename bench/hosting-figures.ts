@@ -7,13 +7,15 @@
  *  (a) a fresh install at rest (rq-mgr, the web, the four built-in queues), 3 s after
  *      `rq-mgr start`: PSS and RSS; against a bare `node` process at rest (the floor of
  *      one process), measured in the same run;
- *  (b) N lmstfy queues made by publishing one job to each new name (16 clients): PSS per
- *      queue over the same install before (and the RSS), and the publish to a new name
- *      p50 / p99, against a publish to a queue that exists (the same run);
+ *  (b) N lmstfy queues made by publishing one job to each new name (16 clients), then 200
+ *      more one at a time: PSS per queue over the same install before (and the RSS), and
+ *      the one-at-a-time publish to a new name p50 / p99, against a publish to a queue that
+ *      exists (the same run);
  *  (c) rq-mgr stopped and started with those N queues: from `rq-mgr start` until a peek
  *      of every queue (16 clients) has shown its job;
- *  (d) the dashboard overview (`/`) and `/q.json` with those N queues: p50 and worst of
- *      10, against a bare `GET /css/rq.css` from the same web process.
+ *  (d) the dashboard overview (`/`, a page of 100 queues; and filtered), `/q.json?page=1`
+ *      and the whole `/q.json` (no goal) with those N queues: p50 and worst of 10, against
+ *      a bare `GET /css/rq.css` from the same web process.
  * (b) to (d) run with N = 2,000 (with goals) and N = 10,000 (printed, no goal).
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -23,6 +25,8 @@ import { rootLayout } from '../src/store/layout.js';
 import { REPO, freePort, rqMgr, type PullBenchHelpers } from './pull-figures.js';
 
 const CLIENTS = 16;
+/** New names published to one at a time, for the first publish's latency. */
+const FIRST_PUBLISHES = 200;
 const REST_MS = 3_000;
 const PAGE_REPS = 10;
 
@@ -173,21 +177,23 @@ async function manyQueues(h: PullBenchHelpers, n: number, goals: boolean): Promi
       existing.push(performance.now() - t0);
     }
     existing.sort((a, b) => a - b);
-    const lat: number[] = [];
     const t0 = performance.now();
-    await h.runConcurrent(n, CLIENTS, async (i) => {
-      const s = performance.now();
-      await publish(`${api}/bench/q${i}`, `job ${i}`);
-      lat.push(performance.now() - s);
-    });
+    await h.runConcurrent(n, CLIENTS, (i) => publish(`${api}/bench/q${i}`, `job ${i}`));
     const madeMs = performance.now() - t0;
+    // The first publish's latency: one client, one new name at a time.
+    const lat: number[] = [];
+    for (let i = 0; i < FIRST_PUBLISHES; i++) {
+      const s = performance.now();
+      await publish(`${api}/first/q${i}`, `job ${i}`);
+      lat.push(performance.now() - s);
+    }
     lat.sort((a, b) => a - b);
     await new Promise((r) => setTimeout(r, REST_MS));
     const after = installMemory(root);
-    const perQueueKb = ((after.pss - before.pss) * 1024) / n;
-    h.show(`${n} queues made`, `${(madeMs / 1000).toFixed(1)} s; PSS ${mb(before.pss)} -> ${mb(after.pss)}: ${perQueueKb.toFixed(0)} KB per queue (RSS ${mb(before.rss)} -> ${mb(after.rss)}), ${after.procs} processes`);
+    const perQueueKb = ((after.pss - before.pss) * 1024) / (n + FIRST_PUBLISHES);
+    h.show(`${n} queues made, ${CLIENTS} clients`, `${(madeMs / 1000).toFixed(1)} s; PSS ${mb(before.pss)} -> ${mb(after.pss)}: ${perQueueKb.toFixed(0)} KB per queue of ${n + FIRST_PUBLISHES} (RSS ${mb(before.rss)} -> ${mb(after.rss)}), ${after.procs} processes`);
     h.show('PSS by process, before / after', `${before.kinds} / ${after.kinds}`);
-    h.show('publish to a new name p50 / p99', `${percentile(lat, 50).toFixed(2)} / ${percentile(lat, 99).toFixed(2)} ms (${CLIENTS} clients)`);
+    h.show('publish to a new name p50 / p99', `${percentile(lat, 50).toFixed(2)} / ${percentile(lat, 99).toFixed(2)} ms (1 client, ${FIRST_PUBLISHES} names)`);
     h.show('publish to an existing queue p50', `${percentile(existing, 50).toFixed(2)} ms (1 client)`);
     h.addRow({
       figure: `8b. ${n.toLocaleString('en-US')} lmstfy queues: PSS per queue`,
@@ -230,14 +236,20 @@ async function manyQueues(h: PullBenchHelpers, n: number, goals: boolean): Promi
     });
     // (d) overview and /q.json
     const css = await timeGets(`${web}/css/rq.css`, PAGE_REPS);
-    for (const [what, url] of [['overview /', `${web}/`], ['/q.json', `${web}/q.json`]] as const) {
+    const pages = [
+      ['overview /', `${web}/`, true],
+      ['overview, filtered', `${web}/?filter=q19`, true],
+      ['/q.json?page=1', `${web}/q.json?page=1`, true],
+      ['/q.json, every queue', `${web}/q.json`, false],
+    ] as const;
+    for (const [what, url, withGoal] of pages) {
       const t = await timeGets(url, PAGE_REPS);
       h.show(`${what}`, `p50 ${t.p50.toFixed(1)} ms, worst ${t.max.toFixed(1)} ms (HTTP ${t.status})`);
       h.addRow({
         figure: `8d. ${n.toLocaleString('en-US')} queues: ${what}`,
         measured: `p50 ${t.p50.toFixed(1)} ms, worst ${t.max.toFixed(1)} ms`,
         limit: `GET /css/rq.css p50 ${css.p50.toFixed(1)} ms`,
-        ...goal('<= 300 ms', t.max <= 300),
+        ...(withGoal ? goal('<= 300 ms', t.max <= 300) : { goal: '(info)', verdict: '-' }),
       });
     }
   } finally {

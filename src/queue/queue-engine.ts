@@ -99,7 +99,6 @@ export function createQueue(deps: QueueDeps, config: QueueConfig): QueueState {
       cancelled: new Map(),
       trashTimer: undefined,
       resultWaiters: new Map(),
-      evicted: 0,
       creating: new Map(),
     },
     cron: new CronSchedule({

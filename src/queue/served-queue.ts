@@ -7,12 +7,12 @@
  * and its spawners.
  *
  * Load on demand: a queue that is not resident is held unloaded (its lock, its socket and
- * its config; no memory of its messages) until a command needs it. `ping`, `status` and
- * `stats` are answered unloaded, the last with the counts kept when it was put away (or
- * counted once); any other command loads it first, which is a start-up like any other
- * (store/recover.ts). A loaded queue that has been idle (queue-engine.ts isIdle) for
- * `unloadAfterMs` is put away again. A queue that has messages waiting, running or leased,
- * or a cron schedule, is loaded when it is opened.
+ * its config; no memory of its messages) until a command needs it. `ping`, `status`,
+ * `stats` and `host_stats` are answered unloaded, with the counts kept when it was put
+ * away (or counted once); any other command loads it first, which is a start-up like any
+ * other (store/recover.ts). A loaded queue that has been idle (queue-engine.ts isIdle) for
+ * `unloadAfterMs` is put away again. Which queues are loaded as soon as they are opened:
+ * mustLoadAtOpen.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -41,7 +41,7 @@ import { QueueStats } from './queue-stats.js';
 import { COMMANDS } from './commands/index.js';
 import { checkedArg, runCommand, runOwnCommand } from './run-command.js';
 import { refreshFlags, readAdminFlags } from './flags.js';
-import type { QueueState } from './state.js';
+import { numMessages, type QueueState } from './state.js';
 
 /** What every queue of a process shares. */
 export interface ServeOptions {
@@ -59,10 +59,14 @@ export interface ServeOptions {
   hostStats?: (queues?: readonly string[]) => Record<string, QueueStatus>;
 }
 
-/** What a put-away queue keeps: its counters since it was opened, the counts of its final states, its last disk usage. */
+/**
+ * What a queue keeps while it is not loaded: its counters since it was opened, its counts
+ * (from memory when it was put away, else counted once: nothing else writes its
+ * directories while this process holds its lock), its last disk usage.
+ */
 interface Kept {
   stats: QueueStats;
-  counts: { done: number; relayed: number; err: number } | undefined;
+  counts: Record<State, number> | undefined;
   usage: DiskUsage | null;
 }
 
@@ -105,7 +109,7 @@ export async function openQueue(name: string, log: Logger, o: ServeOptions): Pro
   }
   const q = new ServedQueue(layout, config, lock, log, o);
   try {
-    if (o.unloadAfterMs === Infinity || config.schedule.length > 0 || hasWork(layout)) q.load();
+    if (o.unloadAfterMs === Infinity || mustLoadAtOpen(layout, config)) q.load();
   } catch (e) {
     return refuse(`cannot load queue ${name}: ${coerceError(e).message}`);
   }
@@ -114,13 +118,19 @@ export async function openQueue(name: string, log: Logger, o: ServeOptions): Pro
 }
 
 /**
- * Might any of the states a queue must be loaded for hold a message? Messages are
- * directories, so a state directory holds one exactly when its link count is over 2: one
- * stat each, whatever its size. A count of 1 (ext4 past 65,000 subdirectories, or a
- * filesystem that does not count them) says "maybe", and the queue is loaded.
+ * Must the queue be loaded as soon as it is opened? Yes with a cron schedule, with leased
+ * or running messages in `run/` (their lease ends and workers need watching), and, for a
+ * queue with a script, with messages in `prep/` or `que/` (they are to be run). A pull
+ * queue's waiting messages wait for a worker's command, which loads it (expiring any whose
+ * time-to-live ran out meanwhile). Messages are directories, so a state directory holds
+ * one exactly when its link count is over 2: one stat each, whatever its size. A count
+ * of 1 (ext4 past 65,000 subdirectories, or a filesystem that does not count them) says
+ * "maybe", and the queue is loaded.
  */
-function hasWork(layout: QueueLayout): boolean {
-  for (const state of ['prep', 'que', 'run'] as const) {
+function mustLoadAtOpen(layout: QueueLayout, config: QueueConfig): boolean {
+  if (config.schedule.length > 0) return true;
+  const states: State[] = config.script === '' ? ['run'] : ['prep', 'que', 'run'];
+  for (const state of states) {
     try {
       if (fs.statSync(layout.stateDir(state)).nlink !== 2) return true;
     } catch (e) {
@@ -227,7 +237,7 @@ export class ServedQueue {
     }
     this.idleSince ??= now;
     if (now - this.idleSince < this.o.unloadAfterMs) return;
-    this.kept = { stats: s.stats, counts: { ...s.counts, err: s.errIds.size }, usage: s.housekeeping.usage };
+    this.kept = { stats: s.stats, counts: numMessages(s), usage: s.housekeeping.usage };
     closeQueue(s);
     this.hints?.close();
     void this.spawner?.close(0);
@@ -328,10 +338,14 @@ export class ServedQueue {
   }
 
   private coldStats(): QueueStatus {
+    const dir = (state: State): string => this.layout.stateDir(state);
     const counts = (this.kept.counts ??= {
-      done: countHashed(this.layout.stateDir('done')),
-      relayed: countHashed(this.layout.stateDir('relayed')),
-      err: countFlat(this.layout.stateDir('err')),
+      prep: countFlat(dir('prep')),
+      que: countFlat(dir('que')),
+      run: countFlat(dir('run')),
+      done: countHashed(dir('done')),
+      relayed: countHashed(dir('relayed')),
+      err: countFlat(dir('err')),
     });
     const admin = readAdminFlags(this.layout);
     return {
@@ -339,7 +353,7 @@ export class ServedQueue {
       status: admin,
       admin,
       uptime: Math.floor((Date.now() - this.openedAt) / 1000),
-      counts: { prep: 0, que: 0, run: 0, ...counts } satisfies Record<State, number>,
+      counts: { ...counts },
       schedule: [],
       ...this.kept.stats.snapshot(),
       cleaner: this.config.cleaner,

@@ -133,8 +133,6 @@ export interface PullState {
   trashTimer: NodeJS.Timeout | undefined;
   /** Waiting `result_wait` calls, by message. */
   readonly resultWaiters: Map<string, Set<(r: PullResult) => void>>;
-  /** Messages removed by their TTL before they finished, since this process started. */
-  evicted: number;
   /** Messages whose create (with an external id claimed) has not committed yet: settled when it has or failed. */
   readonly creating: Map<string, Promise<void>>;
 }
