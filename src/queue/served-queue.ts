@@ -77,8 +77,8 @@ export interface Refusal {
 
 /**
  * Open queue `name` for serving: its lock (waiting for a holder that is exiting), its pid
- * file, its config, its socket; loaded at once (its directories made if missing, then
- * recovered) when it has work or a schedule, or when the process keeps it resident.
+ * file, its config, its state directories (made if missing), its socket; loaded at once
+ * when mustLoadAtOpen says so, or when the process keeps it resident.
  */
 export async function openQueue(name: string, log: Logger, o: ServeOptions): Promise<ServedQueue | Refusal> {
   if (!isValidQueueName(name)) return { refused: `invalid queue name [${String(name)}]` };
@@ -109,9 +109,10 @@ export async function openQueue(name: string, log: Logger, o: ServeOptions): Pro
   }
   const q = new ServedQueue(layout, config, lock, log, o);
   try {
+    ensureQueueDirs(layout);
     if (o.unloadAfterMs === Infinity || mustLoadAtOpen(layout, config)) q.load();
   } catch (e) {
-    return refuse(`cannot load queue ${name}: ${coerceError(e).message}`);
+    return refuse(`cannot open queue ${name}: ${coerceError(e).message}`);
   }
   const listening = await q.listen();
   return listening === undefined ? q : refuse(listening);

@@ -31,7 +31,7 @@ import { QueueClient } from '../client/queue-client.js';
 import type { RestartCounts } from '../rpc/mgr-api.js';
 import { createRpcServer, listenOwnerOnly } from '../rpc/server.js';
 import type { Logger } from '../lib/logger.js';
-import { HOST_MAIN, PACKAGE_ROOT, QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../lib/install-root.js';
+import { HOST_MAIN, PACKAGE_ROOT, QUEUE_MAIN, QUEUE_NODE_FLAGS, SERVICE_NODE_FLAGS, WEB_MAIN } from '../lib/install-root.js';
 import { PARENT_PID_VAR } from '../lib/parent-link.js';
 import { parseQueueConfig } from '../domain/queue-config.js';
 import { resolveScript } from '../spawn/runner.js';
@@ -252,7 +252,7 @@ export class Supervisor implements SupervisedQueues {
   private startWeb(): Promise<void> {
     if (this.shuttingDown) return Promise.resolve();
     this.webConfig = readTextOrUndefined(this.o.root.mainConfig);
-    const child = this.spawnChild(WEB_MAIN, [], { component: 'web' });
+    const child = this.spawnChild(WEB_MAIN, [], { component: 'web' }, SERVICE_NODE_FLAGS);
     this.web.child = child;
     const ready = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, 5_000);
