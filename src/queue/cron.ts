@@ -239,6 +239,13 @@ export class CronSchedule {
     await this.check();
   }
 
+  /** Fire no more (the queue is closed); a fire under way ends on its own. */
+  stop(): void {
+    this.started = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
   /** Look again now (status or config changed); settles when the due fires are made. */
   check(): Promise<void> {
     if (!this.started) return Promise.resolve();

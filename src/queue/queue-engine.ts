@@ -192,13 +192,25 @@ export function isIdle(s: QueueState): boolean {
   );
 }
 
-/** Put an idle queue away (isIdle): its timers stopped, its journal and directories closed. */
+/**
+ * Close a queue's state for good (put away when idle, or no longer served by this
+ * process): every timer stopped, so nothing it holds acts again; blocking leases answered
+ * empty; its journal and directories closed. Its commits must have ended (the committer
+ * idle): a flush under way would write to a closed journal.
+ */
 export function closeQueue(s: QueueState): void {
+  const { dispatch: d, pull: p } = s;
   stopQueue(s);
-  clearInterval(s.dispatch.tick);
-  clearTimeout(s.dispatch.dueTimer);
-  s.pull.leaseEnds.clear();
-  s.pull.expiries.clear();
+  clearInterval(d.tick);
+  for (const timer of [d.dueTimer, d.spaceTimer, p.trashTimer]) clearTimeout(timer);
+  p.leaseEnds.clear();
+  p.expiries.clear();
+  s.cron.stop();
+  for (const w of [...p.waiters]) w.settle([]);
+  for (const run of s.run.values()) {
+    clearTimeout(run.statusTimer);
+    for (const timer of run.timers) clearTimeout(timer);
+  }
   s.committer.close();
 }
 

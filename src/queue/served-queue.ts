@@ -17,6 +17,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type net from 'node:net';
 import { RqError, asNoSpace, coerceError, errnoCode } from '../domain/errors.js';
 import type { HostInfo } from '../domain/ids.js';
@@ -42,6 +43,9 @@ import { COMMANDS } from './commands/index.js';
 import { checkedArg, runCommand, runOwnCommand } from './run-command.js';
 import { refreshFlags, readAdminFlags } from './flags.js';
 import { numMessages, type QueueState } from './state.js';
+
+/** How long a queue that stops being served here waits for its commits under way before it lets go of its lock. */
+const COMMITS_WAIT_MS = 10_000;
 
 /** What every queue of a process shares. */
 export interface ServeOptions {
@@ -169,11 +173,6 @@ export class ServedQueue {
     this.server = createRpcServer((command, argument, conn) => this.handle(command, argument, conn));
   }
 
-  /** Is the queue's state in memory? */
-  get isLoaded(): boolean {
-    return this.state !== undefined;
-  }
-
   /** Listen on the queue's socket; undefined once it listens, else why not. */
   listen(): Promise<string | undefined> {
     fs.rmSync(this.layout.socket, { force: true });
@@ -280,11 +279,16 @@ export class ServedQueue {
       setTimeout(resolve, timeoutMs).unref();
     });
     await Promise.all([this.spawner?.close(timeoutMs), answered]);
-    if (release) {
-      if (this.state) closeQueue(this.state);
-      this.state = undefined;
-      this.lock.release();
+    if (!release) return;
+    const s = this.state;
+    if (s) {
+      // Let the commits under way end before the lock goes: the next holder must be the only writer.
+      for (const until = Date.now() + COMMITS_WAIT_MS; !(s.committer.idle() && s.locks.idle()) && Date.now() < until; ) await sleep(10);
+      if (!s.committer.idle()) this.log.error(`commits still under way after ${COMMITS_WAIT_MS / 1000} s; closing anyway`);
+      closeQueue(s);
     }
+    this.state = undefined;
+    this.lock.release();
   }
 
   private async handle(command: string, argument: string, conn: RpcConnection): Promise<string> {
