@@ -4,8 +4,9 @@
  * dot (lmstfy's `test/q` is the queue `test.q`), refusals shown on a styled page with
  * their reason, the admin form's `oper=` field, the flash after creating a queue, the
  * overview's layout (err colour, cron entries, admin buttons, a phone's width), the disk
- * table's counts, the version line, and Run Now on a cron entry that is skipped. It also
- * writes the screenshots of docs/screenshots/.
+ * table's counts, the version line, and Run Now on a cron entry that is skipped. With
+ * RQ_SCREENSHOTS=1 it also writes the screenshots of docs/screenshots/ (a plain run leaves
+ * the tree as it was).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,6 +16,12 @@ import { REPO, shortId } from '../helpers/install.js';
 import { sharedInstall } from '../helpers/web.js';
 
 const DOC_SHOTS = path.join(REPO, 'docs/screenshots');
+/** Write a screenshot for the docs, when asked to (RQ_SCREENSHOTS=1). */
+async function docShot(name: string, fullPage = false): Promise<void> {
+  if (process.env['RQ_SCREENSHOTS'] !== '1') return;
+  fs.mkdirSync(DOC_SHOTS, { recursive: true });
+  await page().screenshot({ path: path.join(DOC_SHOTS, name), fullPage });
+}
 const PACKAGE_VERSION = (JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
 /** The dashboard's red (`--red` in rq.css). */
 const RED = 'rgb(198, 40, 40)';
@@ -111,8 +118,7 @@ describe('the dashboard pages that were broken', () => {
     await page().click('text=Clone message');
     expect((await clone).status()).toBe(409);
     await expectStyledError(409, /cannot clone message in run state/);
-    fs.mkdirSync(DOC_SHOTS, { recursive: true });
-    await page().screenshot({ path: path.join(DOC_SHOTS, 'error-page.png') });
+    await docShot('error-page.png');
     fs.writeFileSync(path.join(t().queueDir('waiting'), 'run', running, 'job', 'go'), '');
 
     // The admin form's fields: RQ's `pause=1` and, beyond RQ, `oper=pause`; anything else is a 400 that names them.
@@ -161,8 +167,7 @@ describe('the dashboard pages that were broken', () => {
     expect(new Set(tops).size).toBe(1);
     const rights = await page().locator('#row-plain td.admin button').evaluateAll((els) => els.map((el) => el.getBoundingClientRect().right));
     expect(Math.max(...rights)).toBeLessThanOrEqual(1100);
-    fs.mkdirSync(DOC_SHOTS, { recursive: true });
-    await page().screenshot({ path: path.join(DOC_SHOTS, 'overview.png'), fullPage: true });
+    await docShot('overview.png', true);
 
     // On a phone every count is inside the screen.
     await page().setViewportSize({ width: 390, height: 844 });
@@ -173,7 +178,7 @@ describe('the dashboard pages that were broken', () => {
       expect(box.x + box.width, s).toBeLessThanOrEqual(390);
     }
     expect(await page().evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
-    await page().screenshot({ path: path.join(DOC_SHOTS, 'overview-phone.png'), fullPage: true });
+    await docShot('overview-phone.png', true);
   });
 
   it("counts the disk table's messages as the tabs do, and says when the sizes were measured", async () => {
