@@ -95,3 +95,16 @@ describe('rq-mgr and a hosted queue with a schedule', () => {
     expect(all.length).toBe(new Set(all).size);
   }, 90_000);
 });
+
+describe('rq-mgr and its hosts', () => {
+  it('answers two restart_queue of one hosted queue sent at once, and counts no death', async () => {
+    addPullQueue('twice');
+    await startWeb(t);
+    const within = <T>(p: Promise<T>, ms: number): Promise<T | 'no answer'> =>
+      Promise.race([p, new Promise<'no answer'>((r) => setTimeout(() => r('no answer'), ms))]);
+    const replies = await within(Promise.all([t.mgr('restart_queue', 'twice'), t.mgr('restart_queue', 'twice')]), 15_000);
+    expect(replies).toEqual([['ok', 'twice'], ['ok', 'twice']]);
+    expect(await t.rpc('twice', 'ping', '')).toEqual(['pong']);
+    expect(((await t.mgr('restarts')) as { queues: Record<string, number> }).queues['twice']).toBe(0);
+  });
+});
