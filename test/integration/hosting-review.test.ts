@@ -108,3 +108,26 @@ describe('rq-mgr and its hosts', () => {
     expect(((await t.mgr('restarts')) as { queues: Record<string, number> }).queues['twice']).toBe(0);
   });
 });
+
+describe('rq-mgr and a hosted queue deleted while it opens', () => {
+  it('serves the queue when it is made again', async () => {
+    addPullQueue('first');
+    await startWeb(t);
+    const host = t.pidIn('queues/first/queue.pid')!;
+    const mgr = t.pidIn('config/queuemgr.pid')!;
+    // The host reads the open and the close together (the close crosses the open), and
+    // finishes the open before rq-mgr hears that the queue was closed.
+    process.kill(host, 'SIGSTOP');
+    const created = t.mgr('create_pull_queue', 'ghost');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await t.mgr('delete_queue', 'ghost')).toEqual(['ok', 'started deleting queue']);
+    process.kill(mgr, 'SIGSTOP');
+    process.kill(host, 'SIGCONT');
+    await new Promise((r) => setTimeout(r, 500));
+    process.kill(mgr, 'SIGCONT');
+    await created;
+    await waitFor(async () => !((await t.mgr('queues')) as string[]).includes('ghost'), 5_000, 'the queue to be deleted');
+    expect(await t.mgr('create_pull_queue', 'ghost')).toEqual(['ok', 'ghost']);
+    expect(await t.rpc('ghost', 'ping', '')).toEqual(['pong']);
+  });
+});
