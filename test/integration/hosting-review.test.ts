@@ -131,3 +131,16 @@ describe('rq-mgr and a hosted queue deleted while it opens', () => {
     expect(await t.rpc('ghost', 'ping', '')).toEqual(['pong']);
   });
 });
+
+describe('a queue whose config gains a script', () => {
+  it('gets a process of its own at rq-mgr reload', async () => {
+    addPullQueue('grows');
+    await startWeb(t);
+    const host = t.pidIn('queues/grows/queue.pid')!;
+    t.addQueue({ name: 'grows', script: 'done.sh' });
+    expect((await t.bin('rq-mgr', ['reload'])).code).toBe(0);
+    await waitFor(() => t.pidIn('queues/grows/queue.pid') !== host, 5_000, 'the queue to get a process of its own');
+    const own = t.pidIn('queues/grows/queue.pid')!;
+    expect(fs.readFileSync(`/proc/${own}/cmdline`, 'utf8')).toMatch(/^\[rq-que\] \[grows\]/);
+  });
+});
