@@ -144,3 +144,20 @@ describe('a queue whose config gains a script', () => {
     expect(fs.readFileSync(`/proc/${own}/cmdline`, 'utf8')).toMatch(/^\[rq-que\] \[grows\]/);
   });
 });
+
+describe('a hosted built-in queue put away', () => {
+  it('runs a message an operator drops into que/ by hand (the README: it is picked up)', async () => {
+    t.addQueue({ name: 'cleaner', script: path.join(process.cwd(), 'libexec/cleaner_script') });
+    await startWeb(t, {}, { RQ_UNLOAD_MS: '200' });
+    // Loaded at its first command, then put away once idle.
+    expect(await t.rpc('cleaner', 'num_messages', {})).toMatchObject({ que: 0 });
+    await putAway('cleaner');
+    const id = '20261121.0101.01.001.42';
+    const staging = path.join(t.root, 'staging');
+    fs.mkdirSync(staging);
+    fs.writeFileSync(path.join(staging, 'msg'), JSON.stringify({ msg_id: id, dest: 'cleaner', count: 0, max_count: 15 }));
+    fs.renameSync(staging, path.join(t.queueDir('cleaner'), 'que', id));
+    // Watched from outside: any command would load the queue and so find it.
+    await waitFor(() => !fs.existsSync(path.join(t.queueDir('cleaner'), 'que', id)), 10_000, 'the dropped message to leave que/');
+  });
+});
