@@ -10,6 +10,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Locator } from 'playwright-core';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { useBrowserPage } from '../helpers/browser.js';
 import { REPO, shortId } from '../helpers/install.js';
@@ -58,28 +59,38 @@ async function expectStyledError(status: number, reason: RegExp): Promise<void> 
   expect(await page().textContent('main .reason')).toMatch(reason);
 }
 
+/**
+ * Page-side code is given as text: it runs in Chromium, and the tests are typed for Node,
+ * without the DOM's names.
+ */
+const SUBMIT_FORM = `([to, values]) => {
+  const form = document.createElement('form');
+  form.method = 'post';
+  form.action = to;
+  for (const [name, value] of Object.entries(values)) {
+    const input = document.createElement('input');
+    input.type = 'hidden';
+    input.name = name;
+    input.value = value;
+    form.append(input);
+  }
+  document.body.append(form);
+  form.submit();
+}`;
+
+/** What the page-side code below uses of the browser's globals. */
+interface PageGlobals {
+  getComputedStyle(el: unknown): Record<string, string>;
+}
+
+/** An element's computed style property, read in the page. */
+function styleOf(locator: Locator, property: 'color' | 'lineHeight'): Promise<string> {
+  return locator.evaluate((el, p) => (globalThis as unknown as PageGlobals).getComputedStyle(el)[p] ?? '', property);
+}
+
 /** Submit a form of `fields` to `action` from the page now shown, as a browser sends it. */
 async function submitForm(action: string, fields: Record<string, string>): Promise<void> {
-  await Promise.all([
-    page().waitForNavigation(),
-    page().evaluate(
-      ([to, values]) => {
-        const form = document.createElement('form');
-        form.method = 'post';
-        form.action = to;
-        for (const [name, value] of Object.entries(values)) {
-          const input = document.createElement('input');
-          input.type = 'hidden';
-          input.name = name;
-          input.value = value;
-          form.append(input);
-        }
-        document.body.append(form);
-        form.submit();
-      },
-      [action, fields] as const,
-    ),
-  ]);
+  await Promise.all([page().waitForNavigation(), page().evaluate(`(${SUBMIT_FORM})(${JSON.stringify([action, fields])})`)]);
 }
 
 describe('the dashboard pages that were broken', () => {
@@ -147,13 +158,13 @@ describe('the dashboard pages that were broken', () => {
     const failed = await send('failing');
     await t().waitState('failing', failed, 'err');
     await page().goto(`${web().base}/`);
-    const colour = (id: string): Promise<string> => page().locator(`#${id}`).evaluate((el) => getComputedStyle(el).color);
+    const colour = (id: string): Promise<string> => styleOf(page().locator(`#${id}`), 'color');
     expect(await colour('err-plain')).not.toBe(RED);
     expect(await colour('err-failing')).toBe(RED);
 
     // Each cron entry (with its error) takes one line across the table, not many in the name column.
     const table = (await page().locator('#queue-list').boundingBox())!;
-    const lineHeight = await page().locator('#queue-list .schedule').first().evaluate((el) => parseFloat(getComputedStyle(el).lineHeight));
+    const lineHeight = parseFloat(await styleOf(page().locator('#queue-list .schedule').first(), 'lineHeight'));
     for (const entry of await page().locator('#queue-list .schedule').all()) {
       const box = (await entry.boundingBox())!;
       expect(box.width).toBeGreaterThan(table.width / 2);
@@ -177,7 +188,7 @@ describe('the dashboard pages that were broken', () => {
       expect(box.x, s).toBeGreaterThanOrEqual(0);
       expect(box.x + box.width, s).toBeLessThanOrEqual(390);
     }
-    expect(await page().evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await page().evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     await docShot('overview-phone.png', true);
   });
 

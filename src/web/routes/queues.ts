@@ -251,7 +251,8 @@ export function queueRoutes(ctx: WebContext): Router {
 
   r.get('/q.json', async (req: Request, res: Response) => {
     // RQ's reply lists every queue; beyond RQ, `page` or `filter` asks for one page (and says which).
-    const paged = param(req, 'page') !== undefined || param(req, 'filter') !== undefined;
+    const asked = params(req);
+    const paged = asked['page'] !== undefined || asked['filter'] !== undefined;
     const [mgr, listed] = await Promise.all([
       probeMgr(gw, { version: true }),
       paged ? probePage(req) : probeQueues(gw).then((probes) => probes && { list: undefined, probes }),

@@ -1,12 +1,15 @@
 /**
- * Second reading of the hosting change (issue 21): what a hosted queue must keep across
- * a put-away and its next load, and what rq-mgr must do with hosted queues, shown with
- * real processes (rq-mgr, its hosts, the queues' sockets).
+ * Hosted queues across their lives: what a queue keeps across a put-away and its next
+ * load (dead letters, counts), what a closed queue stops doing (its cron), and what rq-mgr
+ * does with hosted queues restarted twice at once, deleted while they open, or whose
+ * config gains a script; a built-in queue stays loaded, so a message dropped into its
+ * `que/` by hand runs. Real processes: rq-mgr, its hosts, the queues' sockets.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { TestRoot, useTestRoot, waitFor } from '../helpers/install.js';
+import { addPullQueue, openFilesOf } from '../helpers/hosting.js';
 import { startWeb } from '../helpers/web.js';
 
 const root = useTestRoot();
@@ -14,27 +17,6 @@ let t: TestRoot;
 beforeEach(() => {
   t = root();
 });
-
-function addPullQueue(name: string): void {
-  const dir = t.queueDir(name);
-  fs.mkdirSync(dir);
-  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ name, script: '', num_workers: 0 }));
-}
-
-/** The files under queues/<queue>/ that process `pid` holds open. */
-function openFilesOf(pid: number, queue: string): string[] {
-  const dir = `${t.queueDir(queue)}/`;
-  const out: string[] = [];
-  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      const target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
-      if (target.startsWith(dir)) out.push(target);
-    } catch {
-      // closed meanwhile
-    }
-  }
-  return out;
-}
 
 async function publish(queue: string, fields: Record<string, unknown> = {}): Promise<string> {
   const reply = (await t.rpc(queue, 'publish', { payload: Buffer.from('x').toString('base64'), ...fields })) as [string, { id: string }];
@@ -44,12 +26,12 @@ async function publish(queue: string, fields: Record<string, unknown> = {}): Pro
 
 async function putAway(queue: string): Promise<void> {
   const host = t.pidIn(`queues/${queue}/queue.pid`)!;
-  await waitFor(() => openFilesOf(host, queue).length === 0, 10_000, `queue ${queue} to be put away`);
+  await waitFor(() => openFilesOf(t, host, queue).length === 0, 10_000, `queue ${queue} to be put away`);
 }
 
 describe('a hosted queue put away and loaded again', () => {
   it('still shows its dead letters to the command that loads it', async () => {
-    addPullQueue('dl');
+    addPullQueue(t, 'dl');
     await startWeb(t, {}, { RQ_UNLOAD_MS: '200' });
     const id = await publish('dl', { tries: 1 });
     const leased = (await t.rpc('dl', 'lease', { owner: 'w', ttr_ms: 60_000 })) as [string, Array<{ id: string }>];
@@ -62,7 +44,7 @@ describe('a hosted queue put away and loaded again', () => {
   });
 
   it('counts its done messages for the command that loads it', async () => {
-    addPullQueue('dn');
+    addPullQueue(t, 'dn');
     await startWeb(t, {}, { RQ_UNLOAD_MS: '200' });
     const id = await publish('dn');
     await t.rpc('dn', 'lease', { owner: 'w', ttr_ms: 60_000 });
@@ -98,7 +80,7 @@ describe('rq-mgr and a hosted queue with a schedule', () => {
 
 describe('rq-mgr and its hosts', () => {
   it('answers two restart_queue of one hosted queue sent at once, and counts no death', async () => {
-    addPullQueue('twice');
+    addPullQueue(t, 'twice');
     await startWeb(t);
     const within = <T>(p: Promise<T>, ms: number): Promise<T | 'no answer'> =>
       Promise.race([p, new Promise<'no answer'>((r) => setTimeout(() => r('no answer'), ms))]);
@@ -111,7 +93,7 @@ describe('rq-mgr and its hosts', () => {
 
 describe('rq-mgr and a hosted queue deleted while it opens', () => {
   it('serves the queue when it is made again', async () => {
-    addPullQueue('first');
+    addPullQueue(t, 'first');
     await startWeb(t);
     const host = t.pidIn('queues/first/queue.pid')!;
     const mgr = t.pidIn('config/queuemgr.pid')!;
@@ -134,7 +116,7 @@ describe('rq-mgr and a hosted queue deleted while it opens', () => {
 
 describe('a queue whose config gains a script', () => {
   it('gets a process of its own at rq-mgr reload', async () => {
-    addPullQueue('grows');
+    addPullQueue(t, 'grows');
     await startWeb(t);
     const host = t.pidIn('queues/grows/queue.pid')!;
     t.addQueue({ name: 'grows', script: 'done.sh' });
@@ -145,13 +127,14 @@ describe('a queue whose config gains a script', () => {
   });
 });
 
-describe('a hosted built-in queue put away', () => {
-  it('runs a message an operator drops into que/ by hand (the README: it is picked up)', async () => {
+describe('a hosted built-in queue', () => {
+  it('is never put away, and runs a message an operator drops into que/ by hand', async () => {
     t.addQueue({ name: 'cleaner', script: path.join(process.cwd(), 'libexec/cleaner_script') });
     await startWeb(t, {}, { RQ_UNLOAD_MS: '200' });
-    // Loaded at its first command, then put away once idle.
-    expect(await t.rpc('cleaner', 'num_messages', {})).toMatchObject({ que: 0 });
-    await putAway('cleaner');
+    const host = t.pidIn('queues/cleaner/queue.pid')!;
+    // Well past its idle time, it still holds its que index open: loaded.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(openFilesOf(t, host, 'cleaner')).toContain(path.join(t.queueDir('cleaner'), 'que.index'));
     const id = '20261121.0101.01.001.42';
     const staging = path.join(t.root, 'staging');
     fs.mkdirSync(staging);
