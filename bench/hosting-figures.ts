@@ -12,7 +12,9 @@
  *      the one-at-a-time publish to a new name p50 / p99, against a publish to a queue that
  *      exists (the same run);
  *  (c) rq-mgr stopped and started with those N queues: from `rq-mgr start` until a peek
- *      of every queue (16 clients) has shown its job;
+ *      of every queue (16 clients) has shown its job; and the PSS per queue just after the
+ *      start (served, not loaded: a pull queue loads at its first command) and after the
+ *      peeks (each loaded, with one job waiting);
  *  (d) the dashboard overview (`/`, a page of 100 queues; and filtered), `/q.json?page=1`
  *      and the whole `/q.json` (no goal) with those N queues: p50 and worst of 10, against
  *      a bare `GET /css/rq.css` from the same web process.
@@ -213,6 +215,8 @@ async function manyQueues(h: PullBenchHelpers, n: number, goals: boolean): Promi
     const s0 = performance.now();
     rqMgr(root, 'start');
     const started = performance.now() - s0;
+    // Served, not loaded yet: a pull queue's waiting messages wait for its first command.
+    const opened = installMemory(root);
     await h.runConcurrent(n, CLIENTS, async (i) => {
       for (;;) {
         try {
@@ -227,6 +231,16 @@ async function manyQueues(h: PullBenchHelpers, n: number, goals: boolean): Promi
       }
     });
     const consumable = performance.now() - s0;
+    const loaded = installMemory(root);
+    const perQueue = (m: { pss: number }): string => `${(((m.pss - before.pss) * 1024) / (n + FIRST_PUBLISHES)).toFixed(0)} KB`;
+    h.show('after the start: per queue, served / loaded', `${perQueue(opened)} / ${perQueue(loaded)} PSS (PSS MB: ${opened.kinds} / ${loaded.kinds})`);
+    h.addRow({
+      figure: `8c. ${n.toLocaleString('en-US')} queues: PSS per queue, put away / loaded`,
+      measured: `${perQueue(opened)} / ${perQueue(loaded)}`,
+      limit: `over the install before: ${mb(before.pss)}`,
+      goal: '(info)',
+      verdict: '-',
+    });
     h.show('stop, start: every job consumable', `${(consumable / 1000).toFixed(2)} s (rq-mgr start returned after ${(started / 1000).toFixed(2)} s)`);
     h.addRow({
       figure: `8c. ${n.toLocaleString('en-US')} queues: start -> every job consumable`,
