@@ -156,7 +156,7 @@ function spawnFor(s: QueueState, run: RunEntry): boolean {
       onStart: (worker) => onStart(s, run, worker),
       onFail: (error, code) => notStarted(s, run, error, code),
       onLine: (line) => onLine(s, run, line),
-      onExit: (code, signal) => onExit(s, run, code, signal),
+      onExit: (code, signal, ranMs) => onExit(s, run, code, signal, ranMs),
       onLost: () => onLost(s, run),
     },
   );
@@ -203,7 +203,6 @@ function backToQue(s: QueueState, run: RunEntry): void {
 function onStart(s: QueueState, run: RunEntry, worker: RunningWorker): void {
   run.starting = false;
   run.worker = worker;
-  run.spawnedAt = Date.now();
   spaceAgain(s);
   const { log } = s;
   if (run.destroyOnStart) {
@@ -246,7 +245,7 @@ function onLost(s: QueueState, run: RunEntry): void {
   void finishRun(s, run, { state: 'que', delaySec: 1 });
 }
 
-function onExit(s: QueueState, run: RunEntry, code: number | null, signal: NodeJS.Signals | null): void {
+function onExit(s: QueueState, run: RunEntry, code: number | null, signal: NodeJS.Signals | null, ranMs: number): void {
   run.finishing = true;
   const exit = {
     pid: run.worker?.pid ?? 0,
@@ -254,7 +253,8 @@ function onExit(s: QueueState, run: RunEntry, code: number | null, signal: NodeJ
     signal,
     ...(run.timedOutAfterSec !== undefined ? { timedOutAfterSec: run.timedOutAfterSec } : {}),
   };
-  if (run.spawnedAt !== undefined) s.stats.runEnded((Date.now() - run.spawnedAt) / 1000);
+  // Timed by the spawner: here, a short run's start and exit may arrive in one turn.
+  s.stats.runEnded(ranMs / 1000);
   const outcome = decideOutcome(exit, run.first, run.msg.count ?? 0, run.msg.max_count ?? 15);
   s.log.info({ msg_id: run.id, worker_pid: exit.pid, code, signal, state: outcome.state }, 'run ended');
   void finishRun(s, run, outcome);

@@ -55,8 +55,6 @@ export interface RunEntry {
   starting?: boolean;
   /** destroy_message came while starting: TERM the worker as soon as it has a pid. */
   destroyOnStart?: boolean;
-  /** When the worker was spawned (epoch ms), for the run-duration histogram. */
-  spawnedAt?: number;
   /** Waiting for a runnable script (SCRIPTERROR); counted once as a spawn failure. */
   waitsForScript?: boolean;
   /** A worker from before a restart, still alive; we wait for it to exit. */

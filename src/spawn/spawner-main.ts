@@ -45,6 +45,7 @@ function start(m: Extract<ToSpawner, { t: 'spawn' }>): void {
     send({ t: 'lines', n: m.n, lines: batch }, () => worker.holdLines(false));
   };
   let worker: SpawnedWorker;
+  const spawned = performance.now();
   try {
     worker = spawnWorker({
       argv: m.argv,
@@ -58,7 +59,7 @@ function start(m: Extract<ToSpawner, { t: 'spawn' }>): void {
       onExit: (code, signal) => {
         workers.delete(m.n);
         flush();
-        send({ t: 'exit', n: m.n, code, signal });
+        send({ t: 'exit', n: m.n, code, signal, ranMs: performance.now() - spawned });
       },
     });
   } catch (e) {

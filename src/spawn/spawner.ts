@@ -38,7 +38,8 @@ export type FromSpawner =
   | { t: 'started'; n: number; pid: number }
   | { t: 'failed'; n: number; error: string; code?: string | undefined }
   | { t: 'lines'; n: number; lines: string[] }
-  | { t: 'exit'; n: number; code: number | null; signal: NodeJS.Signals | null };
+  /** `ranMs`: from the spawn to the exit, as the spawner timed it. */
+  | { t: 'exit'; n: number; code: number | null; signal: NodeJS.Signals | null; ranMs: number };
 
 export interface WorkerEvents {
   onStart(worker: RunningWorker): void;
@@ -46,7 +47,7 @@ export interface WorkerEvents {
   onFail(error: string, code?: string): void;
   onLine(line: string): void;
   /** Once, after the worker has exited and its status pipe has drained. */
-  onExit(code: number | null, signal: NodeJS.Signals | null): void;
+  onExit(code: number | null, signal: NodeJS.Signals | null, ranMs: number): void;
   /** The spawner went away first: no more lines or exit will come for this worker. */
   onLost(): void;
 }
@@ -201,7 +202,7 @@ export class Spawner {
         return;
       case 'exit':
         this.ended(helper, m.n);
-        events.onExit(m.code, m.signal);
+        events.onExit(m.code, m.signal, m.ranMs);
         return;
     }
   }
