@@ -1,7 +1,8 @@
 /**
  * The lmstfy door's access log (§6 `/accesslog`): when it is on, one line per `/api`
  * request through the process logger, at level info: `{"msg":"lmstfy access", method,
- * path, status, duration_ms, remote, namespace}`. The path is the URL's path alone: the
+ * path, status, duration_ms, remote, namespace, request_id}` (`request_id` is the reply's
+ * `X-Request-ID`). The path is the URL's path alone: the
  * query may carry the token (`?token=`), and no line ever holds one. `status` is 499 (as
  * nginx writes it) for a client that went away before its reply.
  *
@@ -26,9 +27,10 @@ export class AccessLog {
   }
 
   /** Log one request, if the log is on. */
-  record(req: http.IncomingMessage, path: string, namespace: string | undefined, status: number, startedMs: number): void {
+  record(req: http.IncomingMessage, res: http.ServerResponse, path: string, namespace: string | undefined, status: number, startedMs: number): void {
     if (!this.enabled) return;
     const durationMs = Math.round((performance.now() - startedMs) * 1000) / 1000;
-    this.log.info({ method: req.method, path, status, duration_ms: durationMs, remote: req.socket.remoteAddress, namespace }, 'lmstfy access');
+    const line = { method: req.method, path, status, duration_ms: durationMs, remote: req.socket.remoteAddress, namespace, request_id: res.getHeader('X-Request-ID') };
+    this.log.info(line, 'lmstfy access');
   }
 }

@@ -118,7 +118,7 @@ class LmstfyDoor {
       reply = this.errorReply(e, req);
     }
     if (reply) send(res, reply);
-    if (isApi) this.state.accessLog.record(req, url.pathname, segs[1], reply?.status ?? CLIENT_GONE, startedMs);
+    if (isApi) this.state.accessLog.record(req, res, url.pathname, segs[1], reply?.status ?? CLIENT_GONE, startedMs);
   }
 
   // ---- /api (§4) ----------------------------------------------------------------

@@ -236,12 +236,14 @@ describe('lmstfy: /metrics and the access log', () => {
     expect((await call('PUT', `/api/${NS}/${q}?token=${TOKEN}`, { body: 'quiet' })).status).toBe(201);
     expect(await call('POST', '/accesslog?status=enable', { auth: true })).toMatchObject({ status: 200, body: { status: 'enabled' } });
     expect(await call('GET', '/accesslog', { auth: true })).toMatchObject({ status: 200, body: { status: 'enabled' } });
-    expect((await call('PUT', `/api/${NS}/${q}?token=${TOKEN}`, { body: 'seen' })).status).toBe(201);
+    const seen = await call('PUT', `/api/${NS}/${q}?token=${TOKEN}`, { body: 'seen' });
+    expect(seen.status).toBe(201);
     expect((await call('GET', `/api/${NS}/${q}/peek`, { token: 'wrong-token-0123456789' })).status).toBe(401);
     await waitFor(() => fs.existsSync(log) && accessLines().length >= 2, 10_000, 'two access lines');
     const lines = accessLines();
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatchObject({ method: 'PUT', path: `/api/${NS}/${q}`, status: 201, namespace: NS, remote: '127.0.0.1', level: 30 });
+    expect(lines[0]!['request_id']).toBe(seen.headers.get('x-request-id'));
     expect(typeof lines[0]!['duration_ms']).toBe('number');
     expect(lines[1]).toMatchObject({ method: 'GET', path: `/api/${NS}/${q}/peek`, status: 401, namespace: NS });
     for (const line of lines) expect(JSON.stringify(line)).not.toMatch(/tok-|wrong-token/);
