@@ -17,7 +17,8 @@
  *   namespace with a token is closed to the other front doors too (door-access.ts).
  * - `auth`: false skips the token check (the reference's `-sv` dev mode). @default true
  * - `accounts`: `{"<user>": "<password>"}`, HTTP Basic auth on the admin routes marked †
- *   in §6 (the reference's `Accounts`), and on `/metrics` (lmstfy-admin.ts). @default
+ *   in §6 (the reference's `Accounts`), and on `/metrics` and `GET /accesslog`
+ *   (lmstfy-admin.ts). @default
  *   none: the token, limiter and access-log switch routes are off (403), unless `auth` is
  *   false, when they are open. `/version`, `/info` and `/pools` are always open: they
  *   show no token and nothing of any namespace.
