@@ -37,6 +37,9 @@
  *     whose param1 is 1 MiB, against one with as many waiting without params; and four
  *     concurrent 60 MiB form posts through the web: the web's peak, and the queue
  *     process's peak and what it keeps after, against each one's RSS before them.
+ *  8. Many queues on one host (hosting-figures.ts): a fresh install's memory at rest;
+ *     2,000 and 10,000 lmstfy queues made by publishing to new names (memory per queue,
+ *     the first publish's latency), a stop and start with them, and the overview.
  *
  * Plan (ARCHITECTURE.md, "Facts measured on these machines"): ext4 here has no journal
  * and creates files much more slowly for minutes after many directories are deleted, so
@@ -66,6 +69,7 @@ import { normaliseQueueConfig, serialiseQueueConfig } from '../src/domain/queue-
 import { QUEUE_MAIN as BUILT_QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../src/lib/install-root.js';
 import { ensureQueueDirs, queueLayout, rootLayout, type QueueLayout } from '../src/store/layout.js';
 import { figurePull, freePort, type PullBenchHelpers } from './pull-figures.js';
+import { figureHosting } from './hosting-figures.js';
 import { figureWorkq } from './workq-figures.js';
 
 /** The queue process under test; RQ_BENCH_QUEUE_MAIN may point at another build to compare. */
@@ -1237,6 +1241,7 @@ async function main(): Promise<void> {
     ['5. pull model', () => figurePull(pullHelpers)],
     ['6. workq', () => figureWorkq(pullHelpers)],
     ['7. memory', figureMemory],
+    ['8. hosting', () => figureHosting(pullHelpers)],
   ];
   const figures = other === undefined ? allFigures.filter(([name]) => only === undefined || name.startsWith(only)) : [['duel', () => duel(path.resolve(other))] as const];
   try {

@@ -34,7 +34,7 @@ export interface PullBenchHelpers {
 
 const WORKERS = 16;
 const GOAL_PAIRS = 2_000;
-const REPO = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+export const REPO = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

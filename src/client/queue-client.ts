@@ -83,7 +83,7 @@ const REPEATABLE: ReadonlySet<QueueCommand> = new Set<QueueCommand>([
 ]);
 /** The commands whose reply is a bare array (not `["ok", value]`), and those whose reply is an object. */
 const ARRAY_REPLIES: ReadonlySet<QueueCommand> = new Set<QueueCommand>(['ping', 'uptime', 'status', 'messages']);
-const OBJECT_REPLIES: ReadonlySet<QueueCommand> = new Set<QueueCommand>(['num_messages', 'stats']);
+const OBJECT_REPLIES: ReadonlySet<QueueCommand> = new Set<QueueCommand>(['num_messages', 'stats', 'host_stats']);
 
 /** Has `reply` the shape the map gives `command` (a refusal, or its answer's outer shape)? */
 function isReplyOf<K extends QueueCommand>(command: K, reply: unknown): reply is ReplyOf<K> {

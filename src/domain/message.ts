@@ -67,6 +67,8 @@ export interface Message {
   /** In err as a dead letter, since `dead_at` (epoch ms). */
   dead?: boolean;
   dead_at?: number;
+  /** Name → value pairs a front door keeps with the message and shows back (lmstfy's job attributes); see ATTRIBUTE_LIMITS. */
+  attributes?: Record<string, string>;
   [key: string]: unknown;
 }
 
@@ -76,6 +78,42 @@ export interface Lease {
   at: number;
   /** Epoch ms; null = no expiry. */
   until: number | null;
+}
+
+/**
+ * The limits of a message's `attributes`, in UTF-8 bytes: they travel in HTTP headers and
+ * in every reply that shows the message, so they stay small.
+ */
+export const ATTRIBUTE_LIMITS = {
+  /** Attributes on one message. */
+  count: 32,
+  /** One name (at least 1). */
+  nameBytes: 64,
+  /** One value (it may be empty). */
+  valueBytes: 1024,
+} as const;
+
+/** The first way `attributes` break ATTRIBUTE_LIMITS, as one line, or undefined when they fit. */
+export function attributesProblem(attributes: Readonly<Record<string, string>>): string | undefined {
+  const names = Object.keys(attributes);
+  if (names.length > ATTRIBUTE_LIMITS.count) return `too many attributes: ${names.length} (at most ${ATTRIBUTE_LIMITS.count})`;
+  for (const name of names) {
+    const nameBytes = Buffer.byteLength(name);
+    if (nameBytes === 0) return 'an attribute name is empty';
+    // A JavaScript object's key `__proto__` is easily lost on the way (`obj[name] = value` drops it).
+    if (name === '__proto__') return 'the attribute name "__proto__" is reserved';
+    if (nameBytes > ATTRIBUTE_LIMITS.nameBytes) return `attribute name too long: ${nameBytes} bytes (at most ${ATTRIBUTE_LIMITS.nameBytes})`;
+    const valueBytes = Buffer.byteLength(attributes[name]!);
+    if (valueBytes > ATTRIBUTE_LIMITS.valueBytes) return `attribute ${JSON.stringify(name)} too long: ${valueBytes} bytes (at most ${ATTRIBUTE_LIMITS.valueBytes})`;
+  }
+  return undefined;
+}
+
+/** A stored message's attributes (the pairs whose value is a string: a hand-edited msg may hold others), or null when it has none. */
+export function attributesOf(msg: Message): Record<string, string> | null {
+  if (!isPlainObject(msg.attributes)) return null;
+  const pairs = Object.entries(msg.attributes).filter((pair): pair is [string, string] => typeof pair[1] === 'string');
+  return pairs.length === 0 ? null : Object.fromEntries(pairs);
 }
 
 export const PARAM_KEYS = ['param1', 'param2', 'param3', 'param4'] as const;

@@ -13,6 +13,7 @@ export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.
 /** The built entry files: rq-mgr as a daemon, a queue process, the web process. */
 export const MGR_MAIN = path.join(PACKAGE_ROOT, 'dist/src/supervisor/rq-mgr-main.js');
 export const QUEUE_MAIN = path.join(PACKAGE_ROOT, 'dist/src/queue/queue-main.js');
+export const HOST_MAIN = path.join(PACKAGE_ROOT, 'dist/src/queue/host-main.js');
 export const WEB_MAIN = path.join(PACKAGE_ROOT, 'dist/src/web/web-main.js');
 
 /**

@@ -50,6 +50,8 @@ export interface LockHolder {
 export interface ProcessLock {
   /** From now on, tell whoever asks that this process is exiting (a successor then waits for it). */
   markExiting(): void;
+  /** Let go of the lock while this process lives on (a host process that stops serving one queue). */
+  release(): void;
 }
 
 /** How often a process waiting for a lock tries to take it. */
@@ -139,7 +141,7 @@ function bind(address: string): Promise<ProcessLock | undefined> {
     server.listen(address, () => {
       // Held until the process ends; it keeps nothing alive.
       server.unref();
-      resolve({ markExiting: () => void (exiting = true) });
+      resolve({ markExiting: () => void (exiting = true), release: () => void server.close() });
     });
   });
 }

@@ -8,6 +8,7 @@
 import type http from 'node:http';
 import { ulid } from 'ulid';
 import { RqError } from '../domain/errors.js';
+import { attributesProblem } from '../domain/message.js';
 import { isProtocolQueueName, MAX_QUEUE_NAME } from '../domain/names.js';
 import { abortableSleep } from '../lib/abortable-sleep.js';
 import { readBytes } from './lmstfy-body.js';
@@ -20,6 +21,7 @@ import {
   LIMITS,
   parseConsumeQuery,
   parseDeleteDeadQuery,
+  parseJobAttributes,
   parsePublishQuery,
   parseRespawnQuery,
   rqQueue,
@@ -51,32 +53,49 @@ export class LmstfyApi {
   async publish(req: http.IncomingMessage, res: http.ServerResponse, ns: string, q: string, query: URLSearchParams): Promise<Reply> {
     const job = await this.readJob(req, res, query);
     if (isReply(job)) return job;
-    const jobId = await this.publishOne(rqQueue(ns, q), job.body, job.query);
+    const jobId = await this.publishOne(rqQueue(ns, q), job.body, job.query, job.attributes);
     return { status: 201, body: { msg: 'published', job_id: jobId } };
   }
 
-  /** §4.2 `PUT /api/:ns/:q/job/:id`: every check first, then acknowledge the old job and publish the body as a new one. */
+  /**
+   * §4.2 `PUT /api/:ns/:q/job/:id`: every check first, then acknowledge the old job and
+   * publish the body as a new one. The new job keeps the old one's attributes, and those
+   * of a versioned republish are added to them (a name given again takes the new value).
+   */
   async republish(req: http.IncomingMessage, res: http.ServerResponse, ns: string, q: string, oldId: string, query: URLSearchParams): Promise<Reply> {
     const job = await this.readJob(req, res, query);
     if (isReply(job)) return job;
     const rq = rqQueue(ns, q);
+    const ref = jobRef(oldId);
+    const kept = ref === undefined ? null : ((await this.client.peek(rq, ref))?.attributes ?? null);
+    const attributes = kept === null ? job.attributes : { ...kept, ...job.attributes };
+    const problem = attributes === undefined ? undefined : attributesProblem(attributes);
+    if (problem !== undefined) return fail(400, problem);
     await this.ackQuietly(rq, oldId);
-    const jobId = await this.publishOne(rq, job.body, job.query);
+    const jobId = await this.publishOne(rq, job.body, job.query, attributes);
     return { status: 201, body: { msg: 'published', job_id: jobId } };
   }
 
-  /** The query and body checks of §4.1, in order. */
-  private async readJob(req: http.IncomingMessage, res: http.ServerResponse, query: URLSearchParams): Promise<{ query: PublishQuery; body: Buffer } | Reply> {
+  /** The query, attribute (header) and body checks of §4.1, in order. */
+  private async readJob(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    query: URLSearchParams,
+  ): Promise<{ query: PublishQuery; attributes: Record<string, string> | undefined; body: Buffer } | Reply> {
     const parsed = parsePublishQuery(query);
     if (isReply(parsed)) return parsed;
+    const attributes = parseJobAttributes(req.headersDistinct);
+    if (isReply(attributes)) return attributes;
     const body = await readBytes(req, res, LIMITS.jobBytes);
-    return isReply(body) ? body : { query: parsed, body };
+    return isReply(body) ? body : { query: parsed, attributes, body };
   }
 
-  /** §4.3 `PUT /api/:ns/:q/bulk`: each element's raw JSON text is a job, published in order. */
+  /** §4.3 `PUT /api/:ns/:q/bulk`: each element's raw JSON text is a job, published in order, each with the attributes of the headers. */
   async bulkPublish(req: http.IncomingMessage, res: http.ServerResponse, ns: string, q: string, query: URLSearchParams): Promise<Reply> {
     const parsed = parsePublishQuery(query);
     if (isReply(parsed)) return parsed;
+    const attributes = parseJobAttributes(req.headersDistinct);
+    if (isReply(attributes)) return attributes;
     const body = await readBytes(req, res, BULK_BODY_BYTES);
     if (isReply(body)) return body;
     const jobs = splitJsonArray(body);
@@ -86,11 +105,11 @@ export class LmstfyApi {
     if (jobs.some((j) => j.length > LIMITS.jobBytes)) return fail(413, 'job too large');
     const rq = rqQueue(ns, q);
     const ids: string[] = [];
-    for (const job of jobs) ids.push(await this.publishOne(rq, job, parsed));
+    for (const job of jobs) ids.push(await this.publishOne(rq, job, parsed, attributes));
     return { status: 201, body: { msg: 'published', job_ids: ids } };
   }
 
-  private async publishOne(rq: string, body: Buffer, p: PublishQuery): Promise<string> {
+  private async publishOne(rq: string, body: Buffer, p: PublishQuery, attributes: Record<string, string> | undefined): Promise<string> {
     const jobId = ulid();
     await this.client.publish(rq, {
       src: 'lmstfy',
@@ -100,6 +119,7 @@ export class LmstfyApi {
       ...(p.ttlS > 0 ? { ttl_ms: p.ttlS * 1000 } : {}),
       tries: p.tries,
       requeue: 'tail',
+      ...(attributes !== undefined ? { attributes } : {}),
     });
     return jobId;
   }

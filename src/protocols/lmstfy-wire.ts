@@ -1,7 +1,8 @@
 /**
  * The lmstfy front door's wire rules (spec/lmstfy.md), as pure functions: the name
- * checks of §2, the queries of §4 (valibot schemas, whose messages are the spec's), the bulk body of §4.3 split into the
- * raw JSON text of its elements, the job object of §4, and the one table from RqError
+ * checks of §2, the queries of §4 (valibot schemas, whose messages are the spec's), the
+ * job attributes of a publish's headers, the bulk body of §4.3 split into the raw JSON
+ * text of its elements, the job object of §4, and the one table from RqError
  * codes to lmstfy's replies. Nothing here does I/O; the routes (lmstfy.ts) and handlers
  * (lmstfy-api.ts, lmstfy-admin.ts) call these and render.
  */
@@ -10,6 +11,7 @@ import * as v from 'valibot';
 import { isShortId } from '../domain/ids.js';
 import { type ErrorCode } from '../domain/errors.js';
 import { checkInput } from '../domain/input-check.js';
+import { attributesProblem } from '../domain/message.js';
 import { isProtocolQueueName, MAX_QUEUE_NAME } from '../domain/names.js';
 import type { PulledJob } from './pull-client.js';
 
@@ -134,6 +136,42 @@ export function parsePublishQuery(query: URLSearchParams): PublishQuery | Reply 
   return isReply(q) ? q : { delayS: q.delay, ttlS: q.ttl, tries: q.tries };
 }
 
+/** The header that makes a publish a versioned job, which carries attributes. */
+const VERSION_HEADER = 'enable-job-version';
+/** Each header `Job-Attr-<name>` of a versioned job's publish gives attribute `<name>`. */
+const ATTR_PREFIX = 'job-attr-';
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The job attributes of a publish (`headers` is the request's headersDistinct): with
+ * `Enable-Job-Version: YES` (in any case), each header `Job-Attr-<name>` gives the
+ * attribute `<name>`, lower-cased as header names are read, whose value is the header's
+ * (its first, when repeated), its bytes read as UTF-8. Without that header there are
+ * none (undefined), whatever `Job-Attr-*` headers came, and none given is undefined too.
+ * Attributes that break the limits of domain/message.ts, or a value that is not UTF-8,
+ * are a 400 whose message says which.
+ */
+export function parseJobAttributes(headers: NodeJS.Dict<string[]>): Record<string, string> | undefined | Reply {
+  if (headers[VERSION_HEADER]?.[0]?.toUpperCase() !== 'YES') return undefined;
+  const pairs: Array<[string, string]> = [];
+  for (const [header, values] of Object.entries(headers)) {
+    const value = values?.[0];
+    if (!header.startsWith(ATTR_PREFIX) || header.length === ATTR_PREFIX.length || value === undefined) continue;
+    const name = header.slice(ATTR_PREFIX.length);
+    try {
+      // Node reads a header's bytes one to a character (latin1): the client's bytes, back.
+      pairs.push([name, UTF8.decode(Buffer.from(value, 'latin1'))]);
+    } catch {
+      return fail(400, `attribute ${JSON.stringify(name)} is not UTF-8 text`);
+    }
+  }
+  // fromEntries keeps every name as its own key (`__proto__` too, which the check refuses).
+  const attributes = Object.fromEntries(pairs);
+  const problem = attributesProblem(attributes);
+  if (problem !== undefined) return fail(400, problem);
+  return Object.keys(attributes).length === 0 ? undefined : attributes;
+}
+
 /** The consume query of §4.4, checked in the spec's order. */
 const CONSUME_QUERY = v.object({
   ttr: uintParam('ttr', DEFAULTS.ttrS, LIMITS.uint32),
@@ -188,6 +226,8 @@ export interface JobObject {
   ttl: number;
   elapsed_ms: number;
   remain_tries: number;
+  /** A versioned job's attributes; absent when it has none. */
+  attributes?: Record<string, string>;
 }
 
 /** The id a job shows: its external id, or (an RQ-native message) its rq short id. */
@@ -215,6 +255,7 @@ export function jobObject(job: PulledJob, namespace: string, queue: string, now 
     ttl: job.expires_at === null ? 0 : Math.max(0, Math.round((job.expires_at - now) / 1000)),
     elapsed_ms: Math.max(0, now - born),
     remain_tries: tries,
+    ...(job.attributes !== null ? { attributes: job.attributes } : {}),
   };
 }
 

@@ -9,7 +9,7 @@ import * as v from 'valibot';
 import { checkInput } from '../domain/input-check.js';
 import { RqError } from '../domain/errors.js';
 import { parseFullId } from '../domain/ids.js';
-import { isPlainObject } from '../domain/message.js';
+import { attributesProblem, isPlainObject } from '../domain/message.js';
 
 /** The longest external id, in bytes (RQMS allows 1024). */
 const MAX_EXT_ID_BYTES = 1024;
@@ -92,6 +92,19 @@ export function optBase64(key: string): v.GenericSchema<unknown, Buffer | undefi
       v.string((issue) => `'${key}' must be a string, got ${shown(issue)}`),
       v.regex(/^[A-Za-z0-9+/]*={0,2}$/, `'${key}' must be base64`),
       v.transform((text) => Buffer.from(text, 'base64')),
+    ),
+  );
+}
+
+/** Optional attributes (domain/message.ts): an object of strings within ATTRIBUTE_LIMITS; an empty one is undefined. */
+export function optAttributes(key: string): v.GenericSchema<unknown, Record<string, string> | undefined> {
+  const text = (issue: { input: unknown }): string => `'${key}' must be an object of strings, got ${shown(issue)}`;
+  return opt(
+    v.pipe(
+      // Checked as it came: valibot's record() would drop the names `__proto__`, `constructor` and `prototype`.
+      v.custom<Record<string, string>>((x) => isPlainObject(x) && Object.values(x).every((value) => typeof value === 'string'), text),
+      v.check((x) => attributesProblem(x) === undefined, (issue) => `'${key}': ${attributesProblem(issue.input) ?? ''}`),
+      v.transform((x) => (Object.keys(x).length === 0 ? undefined : x)),
     ),
   );
 }

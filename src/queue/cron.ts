@@ -158,9 +158,12 @@ function isFired(v: unknown): v is Fired {
   return Number.isFinite(f['wall']) && Number.isFinite(f['at']) && (f['pending'] === undefined || typeof f['pending'] === 'string');
 }
 
+/** The system's time zone, once asked. */
+let systemTimeZone: string | undefined;
+
 export class CronSchedule {
   private entries: LiveEntry[] = [];
-  private fired: Record<string, Fired> = {};
+  private fires: Record<string, Fired> | undefined;
   /** Pending ids known to be committed (cleared with each new record). */
   private readonly committed = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
@@ -169,18 +172,28 @@ export class CronSchedule {
   private started = false;
   /** The last fire failed (disk full, say): wait before trying again. */
   private failed = false;
-  private readonly tz: string;
   private readonly now: () => number;
   private readonly d: CronDeps;
 
   constructor(d: CronDeps) {
     this.d = d;
-    this.tz = d.tz ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
     this.now = d.now ?? Date.now;
+  }
+
+  /** The wall clock's time zone: the system's unless given (asked once per process: it costs). */
+  private get tz(): string {
+    return this.d.tz ?? (systemTimeZone ??= Intl.DateTimeFormat().resolvedOptions().timeZone);
+  }
+
+  /** The record of fires, read from its file at first use (a queue without a schedule never reads it). */
+  private get fired(): Record<string, Fired> {
+    if (this.fires) return this.fires;
+    const d = this.d;
+    const fires: Record<string, Fired> = (this.fires = {});
     try {
       const raw = JSON.parse(fs.readFileSync(d.file, 'utf8')) as unknown;
       for (const [key, value] of Object.entries(raw !== null && typeof raw === 'object' ? raw : {})) {
-        if (isFired(value)) this.fired[key] = value;
+        if (isFired(value)) fires[key] = value;
         else d.log.warn({ file: d.file, key }, 'malformed cron record dropped; that entry starts afresh');
       }
     } catch (e) {
@@ -188,6 +201,7 @@ export class CronSchedule {
         d.log.warn({ file: d.file, err: coerceError(e).message }, 'cannot read the cron record; schedules start afresh');
       }
     }
+    return fires;
   }
 
   /** Take a (re)loaded config's entries; bad ones are logged and skipped. */
@@ -318,7 +332,7 @@ export class CronSchedule {
     const next: Record<string, Fired> = { [key]: fired };
     for (const [k, v] of Object.entries(this.fired)) if (k !== key && live.has(k)) next[k] = v;
     writeFileDurably(this.d.file, `${JSON.stringify(next)}\n`);
-    this.fired = next;
+    this.fires = next;
     const pending = new Set(Object.values(next).map((f) => f.pending));
     for (const id of this.committed) if (!pending.has(id)) this.committed.delete(id);
   }

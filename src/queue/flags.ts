@@ -5,12 +5,18 @@
  * uses the value last read.
  */
 import fs from 'node:fs';
-import type { QueueState } from './state.js';
+import type { QueueLayout } from '../store/layout.js';
+import type { AdminStatus, QueueState } from './state.js';
+
+/** What the flag files say: DOWN over PAUSE over UP. */
+export function readAdminFlags(layout: QueueLayout): AdminStatus {
+  return fs.existsSync(layout.downFlag) ? 'DOWN' : fs.existsSync(layout.pauseFlag) ? 'PAUSE' : 'UP';
+}
 
 /** Re-read the admin flag files; dispatch if that un-paused the queue. */
 export function refreshFlags(s: QueueState): void {
   const before = s.admin;
-  s.admin = fs.existsSync(s.layout.downFlag) ? 'DOWN' : fs.existsSync(s.layout.pauseFlag) ? 'PAUSE' : 'UP';
+  s.admin = readAdminFlags(s.layout);
   if (before !== s.admin) {
     s.log.info({ admin: s.admin }, 'admin status changed');
     if (s.admin === 'UP') {

@@ -65,6 +65,11 @@ export class MessageLocks {
     return mine;
   }
 
+  /** No call on any message is under way or waiting. */
+  idle(): boolean {
+    return this.tails.size === 0;
+  }
+
   /** Is a call on message `id` under way or waiting? */
   isBusy(id: string): boolean {
     return this.tails.has(id);

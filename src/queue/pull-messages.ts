@@ -146,7 +146,7 @@ export function live(s: QueueState, state: State | undefined, id: string): Messa
 export function expiredNow(s: QueueState, state: RemovableState, msg: Message): boolean {
   if (!pastTtl(state, msg)) return false;
   if (!discard(s, state, msg.msg_id)) return false;
-  if ((state === 'que' || state === 'run') && msg.ephemeral !== true) s.pull.evicted++;
+  if ((state === 'que' || state === 'run') && msg.ephemeral !== true) s.stats.evicted++;
   return true;
 }
 

@@ -9,7 +9,7 @@ import { RqError } from '../domain/errors.js';
 import { PARAM_KEYS, buildMessage, isPlainObject, type Message, type MessageInput } from '../domain/message.js';
 import { markerContent } from '../store/ext-ids.js';
 import type { Allocated } from '../store/message-store.js';
-import { anyValue, args, optBase64, optBoolean, optExtId, optInstant, optMs, optNumber, optOneOf, optString } from './args.js';
+import { anyValue, args, optAttributes, optBase64, optBoolean, optExtId, optInstant, optMs, optNumber, optOneOf, optString } from './args.js';
 import { makeMessage } from './create.js';
 import { extIndexOf, stillHolds } from './pull-messages.js';
 import { PAYLOAD } from './pull-view.js';
@@ -50,6 +50,7 @@ export const publishArg = args({
   scheduled_at: optInstant('scheduled_at'),
   ephemeral: optBoolean('ephemeral'),
   max_attempts: optNumber('max_attempts', { min: 0, integer: true }),
+  attributes: optAttributes('attributes'),
 });
 
 export type PublishFields = v.InferOutput<typeof publishArg>;
@@ -77,6 +78,7 @@ export function applyFields(msg: Message, f: PublishFields, now: number): void {
   set('scheduled_at', f.scheduled_at);
   set('ephemeral', f.ephemeral);
   set('max_attempts', f.max_attempts);
+  set('attributes', f.attributes);
   msg.due = (f.due_at ?? now + (f.delay_ms ?? 0)) / 1000;
   if (f.max_count !== undefined) msg.max_count = f.max_count;
 }

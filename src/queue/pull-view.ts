@@ -4,7 +4,7 @@
  * `attach/payload`, its result `attach/result`; both are read through the store.
  */
 import { idTimeMs } from '../domain/ids.js';
-import { PARAM_KEYS, dueMs, type Message } from '../domain/message.js';
+import { PARAM_KEYS, attributesOf, dueMs, type Message } from '../domain/message.js';
 import type { State } from '../domain/states.js';
 import type { PullResult, PulledView } from '../rpc/queue-api.js';
 import type { MessageStore } from '../store/message-store.js';
@@ -43,6 +43,7 @@ export function pulledView(store: MessageStore, queue: string, state: State, msg
     scheduled_at: typeof msg.scheduled_at === 'number' ? msg.scheduled_at : null,
     ttl: typeof msg.ttl === 'string' ? msg.ttl : null,
     max_attempts: typeof msg.max_attempts === 'number' ? msg.max_attempts : null,
+    attributes: attributesOf(msg),
   };
 }
 

@@ -17,6 +17,7 @@ import { coerceError } from '../domain/errors.js';
 import type { HostInfo } from '../domain/ids.js';
 import { parseQueueConfig, type QueueConfig } from '../domain/queue-config.js';
 import type { Logger } from '../lib/logger.js';
+import type { QueueStatus } from '../rpc/queue-api.js';
 import type { Spawner } from '../spawn/spawner.js';
 import { extIdIndex } from '../store/ext-ids.js';
 import type { GroupCommitter } from '../store/group-commit.js';
@@ -30,13 +31,12 @@ import { refreshFlags } from './flags.js';
 import { MessageLocks } from './message-locks.js';
 import { compactIfLong, compactIndex } from './que-memory.js';
 import { QueList } from './que-list.js';
-import { QueueStats } from './queue-stats.js';
+import type { QueueStats } from './queue-stats.js';
 import { SortedIds } from './sorted-ids.js';
 import { statusOf, type QueueCaller, type QueueState } from './state.js';
 import { Timetable } from './timetable.js';
 import { adoptLease, endLeaseLater, expire, loadPullTimers } from './timers.js';
 import { wake } from './waiters.js';
-import { baseEnv } from './worker-env.js';
 
 /** Admin flags are re-read at least this often (spec/rq.md §2.4: every 5 s). */
 const TICK_MS = 1_000;
@@ -52,6 +52,11 @@ export interface QueueDeps {
   callQueue: QueueCaller;
   spawner: Spawner;
   indexCompactLines: number;
+  /** Counters since the queue was opened: kept while it is put away (served-queue.ts). */
+  stats: QueueStats;
+  /** When the queue was opened (epoch ms). */
+  startedAt: number;
+  hostStats: (queues?: readonly string[]) => Record<string, QueueStatus>;
 }
 
 /** The state of a queue, before start-up recovery. */
@@ -61,7 +66,6 @@ export function createQueue(deps: QueueDeps, config: QueueConfig): QueueState {
   const s: QueueState = {
     ...deps,
     name,
-    startedAt: Date.now(),
     config,
     prep: [],
     que: new QueList(),
@@ -71,7 +75,6 @@ export function createQueue(deps: QueueDeps, config: QueueConfig): QueueState {
     errIds: new SortedIds(),
     counts: { done: 0, relayed: 0 },
     locks: new MessageLocks(() => wake(s)),
-    stats: new QueueStats(),
     admin: 'UP',
     oper: 'UP',
     dispatch: {
@@ -83,7 +86,7 @@ export function createQueue(deps: QueueDeps, config: QueueConfig): QueueState {
       tick: undefined,
       stopped: false,
       compacting: false,
-      baseEnv: {},
+      baseEnv: undefined,
       script: undefined,
     },
     pull: {
@@ -96,7 +99,6 @@ export function createQueue(deps: QueueDeps, config: QueueConfig): QueueState {
       cancelled: new Map(),
       trashTimer: undefined,
       resultWaiters: new Map(),
-      evicted: 0,
       creating: new Map(),
     },
     cron: new CronSchedule({
@@ -123,7 +125,7 @@ export function createQueue(deps: QueueDeps, config: QueueConfig): QueueState {
 /** Derived state of the config: coalescing index, worker environment, script check, schedule. */
 function applyConfig(s: QueueState): void {
   s.que.setCoalesceParams(s.config.coalesce_params);
-  s.dispatch.baseEnv = baseEnv(s);
+  s.dispatch.baseEnv = undefined;
   s.spawner.setPoolSize(s.config.num_workers);
   s.dispatch.script = undefined;
   s.cron.configure(s.config.schedule);
@@ -161,6 +163,43 @@ export function startQueue(s: QueueState): void {
 /** The queue process is exiting: start no more runs (those under way live on). */
 export function stopQueue(s: QueueState): void {
   s.dispatch.stopped = true;
+}
+
+/**
+ * Nothing to do and nothing under way: no message waiting, running or leased, no cron
+ * schedule, no wait, no commit, no clean, no timer. Such a queue may be put away
+ * (closeQueue) and loaded again on its next command.
+ */
+export function isIdle(s: QueueState): boolean {
+  const { dispatch: d, pull: p } = s;
+  return (
+    s.prep.length === 0 &&
+    s.que.size === 0 &&
+    s.run.size === 0 &&
+    s.held.size === 0 &&
+    s.config.schedule.length === 0 &&
+    p.waiters.length === 0 &&
+    p.resultWaiters.size === 0 &&
+    p.creating.size === 0 &&
+    p.trashTimer === undefined &&
+    d.unfinished.size === 0 &&
+    d.spaceTimer === undefined &&
+    !d.compacting &&
+    s.housekeeping.running === undefined &&
+    !s.housekeeping.measuring &&
+    s.locks.idle() &&
+    s.committer.idle()
+  );
+}
+
+/** Put an idle queue away (isIdle): its timers stopped, its journal and directories closed. */
+export function closeQueue(s: QueueState): void {
+  stopQueue(s);
+  clearInterval(s.dispatch.tick);
+  clearTimeout(s.dispatch.dueTimer);
+  s.pull.leaseEnds.clear();
+  s.pull.expiries.clear();
+  s.committer.close();
 }
 
 /** SIGHUP: re-read config.json. A bad file keeps the old config and says why. */

@@ -1,9 +1,12 @@
 /**
- * Entry point of a queue process: `node dist/src/queue/queue-main.js <queue>`, for the
- * install root `installRoot()` (RQ_ROOT, as rq-mgr sets it, else the package root). It
- * takes the queue's lock (process-lock.ts), writes `queue.pid`, recovers the queue,
- * serves `queue.sock`, and runs the queue until TERM, a `shutdown` RPC, or the loss of
- * its supervisor (parent-link.ts), whenever that happens, even while it starts.
+ * Entry point of a queue process of its own: `node dist/src/queue/queue-main.js <queue>`,
+ * for the install root `installRoot()` (RQ_ROOT, as rq-mgr sets it, else the package
+ * root): RQ's model, which rq-mgr keeps for queues that run a script of their own. It
+ * opens the queue (served-queue.ts: its lock, `queue.pid`, recovery, `queue.sock`),
+ * loaded for as long as it runs, and runs it until TERM, a `shutdown` RPC, or the loss of
+ * its supervisor (parent-link.ts), whenever that happens, even while it starts. SIGHUP
+ * reads its config again. Queues without a script of their own are served together by
+ * host processes (host-main.ts) instead.
  * Workers are never signalled on exit (spec/rq.md §4.3): they outlive a restart, and
  * recovery waits for them.
  *
@@ -18,49 +21,44 @@
  */
 process.env['UV_THREADPOOL_SIZE'] ??= '16';
 
-import fs from 'node:fs';
 import path from 'node:path';
 import { coerceError } from '../domain/errors.js';
 import { isValidQueueName } from '../domain/names.js';
-import { parseQueueConfig } from '../domain/queue-config.js';
+import { QueueClient } from '../client/queue-client.js';
 import { installRoot } from '../lib/install-root.js';
 import { createLogger } from '../lib/logger.js';
-import { QueueClient } from '../client/queue-client.js';
 import { followParent } from '../lib/parent-link.js';
-import { holderName, takeLock, type ProcessLock } from '../lib/process-lock.js';
-import { createRpcServer, listenOwnerOnly } from '../rpc/server.js';
 import { readMainConfig } from '../store/config-files.js';
-import { createGroupCommitter } from '../store/group-commit.js';
-import { ensureQueueDirs, queueLayout, rootLayout } from '../store/layout.js';
-import { createMessageStore } from '../store/message-store.js';
-import { refreshFlags } from './flags.js';
-import { watchHints } from './hints.js';
-import { noticeQueName } from './que-memory.js';
-import { createQueue, reloadConfig, startQueue, stopQueue } from './queue-engine.js';
-import { runCommand, runOwnCommand } from './run-command.js';
-import type { QueueState } from './state.js';
-import { Spawner } from '../spawn/spawner.js';
+import { queueLayout, rootLayout } from '../store/layout.js';
+import { watchFlags } from './hints.js';
+import { openQueue, type ServedQueue } from './served-queue.js';
 
 const root = rootLayout(installRoot());
 process.chdir(root.root);
 const name = process.argv[2] ?? '';
 const log = createLogger({ queue: name });
 
-/** The queue's lock, once taken. */
-let lock: ProcessLock | undefined;
-/** Set once the queue serves: exit() then stops it in order. */
-let stopServing: ((code: number) => void) | undefined;
+/** The queue, once it serves: exit() then stops it in order. */
+let queue: ServedQueue | undefined;
+let exiting = false;
+/**
+ * Start nothing more and take no new request, and exit once the spawners have gone
+ * (reaped here, not left to init) and the requests under way have been answered, waiting
+ * at most a second for either.
+ */
 function exit(code: number): void {
-  if (stopServing) return stopServing(code);
-  log.flush();
-  process.exit(code);
+  if (exiting) return;
+  exiting = true;
+  void (queue?.stop(1_000, false) ?? Promise.resolve()).then(() => {
+    log.flush();
+    process.exit(code);
+  });
 }
 if (!followParent(() => exit(0))) process.exit(0);
 process.on('SIGTERM', () => exit(0));
 process.on('SIGINT', () => exit(0));
 
 function fatal(message: string): never {
-  lock?.markExiting();
   log.fatal(message);
   log.flush();
   // RQ sleeps 5 s first, so a supervisor restarting it does not spin; a parent that goes
@@ -74,17 +72,7 @@ function fatal(message: string): never {
 }
 
 if (!isValidQueueName(name)) fatal(`invalid queue name [${String(name)}]. Exiting.`);
-const layout = queueLayout(root, name);
-if (!fs.existsSync(layout.dir)) fatal(`no queue directory ${layout.dir}. Exiting.`);
 process.title = `[rq-que] [${name}]`;
-const taken = await takeLock(root, `queue ${name}`, {
-  waitWhile: (holder) => holder.exiting,
-  onWait: (holder) => log.warn({ holder: holder.pid }, `waiting for the previous process of queue ${name} (${holderName(holder)}) to exit`),
-}).catch((e: unknown) => fatal(`cannot take the lock of queue ${name}: ${coerceError(e).message}. Exiting.`));
-if ('holder' in taken) fatal(`queue ${name} is already served by ${holderName(taken.holder)}. Exiting.`);
-lock = taken.lock;
-fs.writeFileSync(layout.pidFile, `${process.pid}\n`);
-
 let host;
 try {
   host = readMainConfig(root);
@@ -93,87 +81,21 @@ try {
   const cause = err.cause === undefined ? '' : ` (${coerceError(err.cause).message})`;
   fatal(`Invalid main rq config for ${name}: ${err.message}${cause}. Exiting.`);
 }
-let config;
-try {
-  config = parseQueueConfig(fs.readFileSync(layout.configFile, 'utf8'), layout.configFile);
-} catch (e) {
-  fatal(`Invalid queue config for ${name}: ${coerceError(e).message}. Exiting.`);
-}
-
-ensureQueueDirs(layout);
-const committer = createGroupCommitter();
-const spawner = new Spawner(name, log, Number(process.env['RQ_SPAWNER_IDLE_MS'] ?? 300_000));
-const others = new QueueClient(root);
-const queue: QueueState = createQueue(
-  {
-    root,
-    layout,
-    host,
-    store: createMessageStore(layout, committer),
-    committer,
-    log,
-    // Another queue's process may be restarting: the client waits for it (client/call.ts).
-    callQueue: (target, command, arg) => (target === name ? runOwnCommand(queue, command, arg) : others.send(target, command, arg)),
-    spawner,
-    indexCompactLines: Number(process.env['RQ_INDEX_COMPACT_LINES'] ?? 50_000),
-  },
-  config,
-);
-
-let exiting = false;
-/**
- * Start nothing more and take no new request (closing the server removes the socket), and
- * exit once the spawners have gone (reaped here, not left to init) and the requests under
- * way have been answered, waiting at most a second for either.
- */
-function stop(code: number): void {
-  if (exiting) return;
-  exiting = true;
-  lock?.markExiting();
-  stopQueue(queue);
-  const answered = new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    setTimeout(resolve, 1_000).unref();
-  });
-  void Promise.all([spawner.close(1_000), answered]).then(() => {
-    log.flush();
-    process.exit(code);
-  });
-}
-
-// Hints only: an operator dropping a message into que/ by hand, or touching a flag file.
-// Watching before recovery lists que/ leaves no gap for an entry to slip through.
-const queDir = layout.stateDir('que');
-watchHints(
-  queDir,
-  root.configDir,
-  [path.basename(layout.downFlag), path.basename(layout.pauseFlag)],
-  {
-    queNames: (names) => {
-      for (const id of names) noticeQueName(queue, id);
-    },
-    queOverflow: () => {
-      for (const id of fs.readdirSync(queDir)) noticeQueName(queue, id);
-    },
-    flags: () => refreshFlags(queue),
-  },
-  log,
-);
-
-startQueue(queue);
-
-const server = createRpcServer(async (command, argument, conn) => {
-  if (command === 'shutdown') {
-    setImmediate(() => exit(0));
-    return '["ok"]';
-  }
-  const reply = await runCommand(queue, command, argument, conn);
-  return Array.isArray(reply) && reply.length === 1 && reply[0] === 'ERROR' ? '[ "ERROR" ]' : JSON.stringify(reply);
+const opened = await openQueue(name, log, {
+  root,
+  host,
+  others: new QueueClient(root),
+  spawnerIdleMs: Number(process.env['RQ_SPAWNER_IDLE_MS'] ?? 300_000),
+  indexCompactLines: Number(process.env['RQ_INDEX_COMPACT_LINES'] ?? 50_000),
+  unloadAfterMs: Infinity,
+  onShutdown: () => exit(0),
 });
-fs.rmSync(layout.socket, { force: true });
-listenOwnerOnly(server, layout.socket, () => log.info({ socket: layout.socket }, 'queue started'));
-server.on('error', (e) => fatal(`cannot serve ${layout.socket}: ${e.message}`));
-stopServing = stop;
-
-process.on('SIGHUP', () => reloadConfig(queue));
-
+if ('refused' in opened) fatal(`${opened.refused}. Exiting.`);
+queue = opened;
+const layout = queueLayout(root, name);
+log.info({ socket: layout.socket }, 'queue started');
+const flagFiles = [path.basename(layout.downFlag), path.basename(layout.pauseFlag)];
+watchFlags(root.configDir, (file) => {
+  if (file === null || flagFiles.includes(file)) queue?.flagsChanged();
+}, log);
+process.on('SIGHUP', () => queue?.reload());

@@ -46,6 +46,9 @@ export class QueueStats {
   private readonly doneWindow = new MinuteWindow();
   private readonly errWindow = new MinuteWindow();
 
+  /** Messages removed by their time-to-live before they finished (the pull model's `evicted`). */
+  evicted = 0;
+
   messageCreated(): void {
     this.created++;
   }

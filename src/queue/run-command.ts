@@ -40,6 +40,17 @@ function parseArgument(argument: string, whileDown: boolean): Record<string, unk
   return parsed;
 }
 
+/** The argument of command `c`, from its JSON text, checked; or the refusal. */
+export function checkedArg<A, R>(c: Command<A, R>, argument: string): A | Fail {
+  const arg = parseArgument(argument, c.whileDown === true);
+  if (Array.isArray(arg)) return arg;
+  try {
+    return parseArg(c.arg, arg);
+  } catch (e) {
+    return e instanceof RqError ? fail(e.message, e.code) : fail('internal error', 'RQ_IO');
+  }
+}
+
 /** Run a command with its checked argument. */
 async function run<A, R>(s: QueueState, c: Command<A, R>, arg: Record<string, unknown>, conn: RpcConnection | undefined): Promise<R> {
   if (c.needsPull) needPull(s);

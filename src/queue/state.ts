@@ -32,7 +32,7 @@ import type { QueEntry } from '../store/que-index.js';
 import type { HousekeepingState } from './clean-report.js';
 import type { CronSchedule } from './cron.js';
 import type { MessageLocks } from './message-locks.js';
-import type { AdminStatus, ArgOf, PullResult, PulledView, QueueCommand, ReplyOf } from '../rpc/queue-api.js';
+import type { AdminStatus, ArgOf, PullResult, PulledView, QueueCommand, QueueStatus, ReplyOf } from '../rpc/queue-api.js';
 import type { QueList } from './que-list.js';
 import type { QueueStats } from './queue-stats.js';
 import type { SortedIds } from './sorted-ids.js';
@@ -109,8 +109,8 @@ export interface DispatchState {
   stopped: boolean;
   /** A compaction of the que index is waiting for its turn in the committer. */
   compacting: boolean;
-  /** The environment every worker starts from (process env + env_vars), built per config. */
-  baseEnv: NodeJS.ProcessEnv;
+  /** The environment every worker starts from (process env + env_vars), built at the first run of each config. */
+  baseEnv: NodeJS.ProcessEnv | undefined;
   /** The script's real path and when it was last found runnable. */
   script: { real: string; checkedAt: number } | undefined;
 }
@@ -133,8 +133,6 @@ export interface PullState {
   trashTimer: NodeJS.Timeout | undefined;
   /** Waiting `result_wait` calls, by message. */
   readonly resultWaiters: Map<string, Set<(r: PullResult) => void>>;
-  /** Messages removed by their TTL before they finished, since this process started. */
-  evicted: number;
   /** Messages whose create (with an external id claimed) has not committed yet: settled when it has or failed. */
   readonly creating: Map<string, Promise<void>>;
 }
@@ -187,6 +185,8 @@ export interface QueueState {
    * flag change): start scripts and serve waiting leases (queue-engine.ts sets it).
    */
   readonly nudge: () => void;
+  /** The `stats` of every queue this process serves (the `host_stats` command; served-queue.ts). */
+  readonly hostStats: (queues?: readonly string[]) => Record<string, QueueStatus>;
 }
 
 export const nowSec = (): number => Math.floor(Date.now() / 1000);

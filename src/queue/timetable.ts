@@ -43,6 +43,15 @@ export class Timetable {
     this.instants.delete(id);
   }
 
+  /** Forget every instant and stop the timer. */
+  clear(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    this.heap.length = 0;
+    this.instants.clear();
+  }
+
   /** Take out every instant that has come by `now`, in time order, without calling `onDue`. */
   takeDue(now: number): Entry[] {
     const due: Entry[] = [];

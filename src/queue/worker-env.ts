@@ -13,7 +13,7 @@ import { fullIdOf, type QueueState } from './state.js';
 const MAX_ENV_VAR_BYTES = 128 * 1024;
 
 /** The environment every worker starts from, for the current config. */
-export function baseEnv(s: QueueState): NodeJS.ProcessEnv {
+function baseEnv(s: QueueState): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env['RUBYOPT'];
   delete env['UV_THREADPOOL_SIZE'];
@@ -24,7 +24,7 @@ export function baseEnv(s: QueueState): NodeJS.ProcessEnv {
 /** The worker's environment for a message (spec/rq.md §3.2). */
 export function workerEnv(s: QueueState, msg: Message, realScript: string): NodeJS.ProcessEnv {
   const { host, layout } = s;
-  const env: NodeJS.ProcessEnv = { ...s.dispatch.baseEnv };
+  const env: NodeJS.ProcessEnv = { ...(s.dispatch.baseEnv ??= baseEnv(s)) };
   const dest = typeof msg.dest === 'string' ? msg.dest : JSON.stringify(msg.dest);
   const base = `http://${host.host}:${host.port}`;
   const destUrl = dest.startsWith('http:') ? dest : dest.startsWith('/q/') ? `${base}${dest}` : `${base}/q/${dest}`;

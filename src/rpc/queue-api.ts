@@ -208,6 +208,8 @@ export interface PulledView {
   ttl: string | null;
   /** Workq's max-attempts as given; null when not given. */
   max_attempts: number | null;
+  /** Its attributes (name → value); null when it has none. */
+  attributes: Record<string, string> | null;
 }
 
 /** A finished message's outcome, as `result_wait` answers it. */
@@ -280,6 +282,8 @@ export interface PublishArg {
   ephemeral?: boolean;
   /** Workq's max-attempts as given, shown back (`max_count` is the rule). */
   max_attempts?: number;
+  /** Name → value pairs kept with the message and shown back (at most 32, names 1..64 bytes, values ≤ 1024 bytes); `{}` is none. */
+  attributes?: Record<string, string>;
 }
 
 /** The `lease` argument. */
@@ -319,6 +323,8 @@ export interface QueueApi {
   messages: { arg: MessagesArg; reply: ListedMessage[] | Fail };
   search: { arg: SearchArg; reply: Ok<SearchResult> | Fail };
   stats: { arg: NoArg; reply: QueueStatus | Fail };
+  /** Beyond RQ: the `stats` of every queue the same process serves, by name. */
+  host_stats: { arg: { queues?: string[] }; reply: Record<string, QueueStatus> | Fail };
   clean: { arg: CleanOverride; reply: Ok<CleanReport> | Fail };
   create_message: { arg: MessageInput; reply: Ok<string> | Fail };
   prep_message: { arg: MessageInput; reply: Ok<string> | Fail };

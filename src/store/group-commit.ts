@@ -63,6 +63,10 @@ export interface GroupCommitter {
   replaceJournal(path: string, write: () => number): Promise<void>;
   /** Lines in the journal: those it held when opened, plus every line appended since. */
   journalLines(): number;
+  /** No op or replacement is waiting or running. */
+  idle(): boolean;
+  /** Close the journal and the cached directory descriptors; only when idle (the queue is put away). */
+  close(): void;
 }
 
 export function createGroupCommitter(): GroupCommitter {
@@ -220,5 +224,11 @@ export function createGroupCommitter(): GroupCommitter {
     openJournal,
     replaceJournal: (path, write) => new Promise<void>((resolve, reject) => enqueue({ path, write, resolve, reject })),
     journalLines: () => journalLines,
+    idle: () => !busy && waiting.length === 0,
+    close: () => {
+      closeDirFds();
+      if (journalFd !== undefined) fs.closeSync(journalFd);
+      journalFd = undefined;
+    },
   };
 }

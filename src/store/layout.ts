@@ -133,5 +133,12 @@ export function queueDirNames(root: RootLayout): string[] {
 
 /** Create the six state directories of a queue (RQ's queue creation does `mkdir -p`). */
 export function ensureQueueDirs(q: QueueLayout): void {
-  for (const state of STATES) fs.mkdirSync(q.stateDir(state), { recursive: true });
+  // One listing when they are all there (a host loads thousands of queues).
+  let present: string[] = [];
+  try {
+    present = fs.readdirSync(q.dir);
+  } catch {
+    // made below
+  }
+  for (const state of STATES) if (!present.includes(state)) fs.mkdirSync(q.stateDir(state), { recursive: true });
 }

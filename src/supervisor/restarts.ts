@@ -4,7 +4,6 @@
  * which a queue is given up (the README's "rq-mgr: `bin/rq-mgr`"). The web process is
  * restarted with the same backoff, and never given up.
  */
-import type { ChildProcess } from 'node:child_process';
 
 /**
  * RQ restarts a queue after up to this many unexpected deaths and gives up at the next one
@@ -26,14 +25,23 @@ export function restartDelayMs(n: number, baseMs = Number(process.env['RQ_RESTAR
  */
 export type Mark = 'RUNNING' | 'SHUTDOWN' | 'DELETE' | 'ERROR';
 
+/** How a queue is served right now: by a process of its own, or on a host (hosts.ts). */
+export interface Serving {
+  /** Stop serving it (TERM its process, or ask its host to close it); its end follows. */
+  stop(): void;
+  /** SIGHUP its own process; a host is told once for all its queues. */
+  reload(): void;
+}
+
 export interface QueueProc {
   name: string;
   mark: Mark;
-  child: ChildProcess | undefined;
+  /** Undefined while it is not served (between a death and its restart, say). */
+  child: Serving | undefined;
   /** Unexpected deaths since the last start by hand (backoff and the give-up limit). */
   restarts: number;
   /** Processes started after an unexpected death, since rq-mgr started (never reset). */
   autoRestarts: number;
-  /** Resolves when the current child has exited (at once when there is none). */
+  /** Resolves when its current serving has ended (at once when there is none). */
   exited: Promise<void>;
 }

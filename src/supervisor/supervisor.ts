@@ -1,6 +1,8 @@
 /**
- * rq-mgr, the supervisor: one queue process per queue directory
- * and one web process, each restarted with backoff when it dies, and the RPC on
+ * rq-mgr, the supervisor: the queues of the root's queue directories, each served by a
+ * queue process of its own (a queue that runs a script of its own, RQ's model) or on a
+ * host process with many others (pull queues and the built-in queues, hosts.ts), and one
+ * web process, each restarted with backoff when it dies, and the RPC on
  * `config/queuemgr.sock` that creates, deletes, pauses, resumes, downs, ups and restarts
  * queues, and (beyond RQ, for the web) reports how often it restarted each of them.
  *
@@ -29,15 +31,22 @@ import { QueueClient } from '../client/queue-client.js';
 import type { RestartCounts } from '../rpc/mgr-api.js';
 import { createRpcServer, listenOwnerOnly } from '../rpc/server.js';
 import type { Logger } from '../lib/logger.js';
-import { QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../lib/install-root.js';
+import { HOST_MAIN, PACKAGE_ROOT, QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../lib/install-root.js';
 import { PARENT_PID_VAR } from '../lib/parent-link.js';
+import { parseQueueConfig } from '../domain/queue-config.js';
+import { resolveScript } from '../spawn/runner.js';
 import { readMainConfig } from '../store/config-files.js';
 import { fittedFileName, queueLayout, type RootLayout } from '../store/layout.js';
 import { MgrCommands, type SupervisedQueues } from './mgr-commands.js';
-import { MAX_RESTARTS, restartDelayMs, type QueueProc } from './restarts.js';
+import { Hosts } from './hosts.js';
+import { RootWatch } from './root-watch.js';
+import { MAX_RESTARTS, restartDelayMs, type QueueProc, type Serving } from './restarts.js';
 
 /** How long a new queue process may take to answer ping before its start is taken as done. */
 const QUEUE_START_WAIT_MS = 5_000;
+
+/** rq's own scripts (the built-in queues'): their queues share a host. */
+const BUILTIN_SCRIPTS = path.join(PACKAGE_ROOT, 'libexec');
 
 interface SupervisorOptions {
   root: RootLayout;
@@ -61,11 +70,25 @@ export class Supervisor implements SupervisedQueues {
   private shuttingDown: Promise<void> | undefined;
   /** Asks a queue process started here whether it answers yet. */
   private readonly queueClient: QueueClient;
+  private readonly hosts: Hosts;
+  /** How each hosted queue's serving ends, by queue (hosts.ts calls `ended` once per open). */
+  private readonly hostedEnds = new Map<string, (code: number | null, signal: NodeJS.Signals | null) => void>();
+  /** New queue directories and a changed config.json, noticed without `reload` (from start-up on). */
+  private watch: RootWatch | undefined;
 
   constructor(o: SupervisorOptions) {
     this.o = o;
     this.queueClient = new QueueClient(o.root);
     this.commands = new MgrCommands(this, o);
+    this.hosts = new Hosts({
+      spawn: (id) => this.spawnChild(HOST_MAIN, [String(id)], { host: id }, QUEUE_NODE_FLAGS),
+      ended: (queue, code, signal) => {
+        const end = this.hostedEnds.get(queue);
+        this.hostedEnds.delete(queue);
+        end?.(code, signal);
+      },
+      perHost: Number(process.env['RQ_QUEUES_PER_HOST'] ?? 2_000),
+    });
   }
 
   /**
@@ -77,6 +100,15 @@ export class Supervisor implements SupervisedQueues {
   async start(): Promise<void> {
     const { mgrPidFile, mgrSocket } = this.o.root;
     fs.writeFileSync(mgrPidFile, `${process.pid}\n`);
+    this.watch = new RootWatch(
+      this.o.root,
+      {
+        has: (name) => this.queues.has(name),
+        newQueue: (name) => void this.startQueue(name),
+        mainConfigChanged: () => this.reloadWeb(),
+      },
+      this.o.log,
+    );
     await Promise.all(this.discover().map((name) => this.startQueue(name)));
     await this.startWeb();
     fs.rmSync(mgrSocket, { force: true });
@@ -84,7 +116,9 @@ export class Supervisor implements SupervisedQueues {
       this.server.once('error', reject);
       listenOwnerOnly(this.server, mgrSocket, resolve);
     });
-    this.o.log.info({ queues: [...this.queues.keys()] }, 'rq-mgr started');
+    const names = [...this.queues.keys()];
+    // A name each, up to a hundred; past that, how many (a root may hold thousands).
+    this.o.log.info(names.length <= 100 ? { queues: names } : { queues: names.length }, 'rq-mgr started');
   }
 
   /** Queue directories worth a process: a valid name and a readable config.json. */
@@ -123,21 +157,52 @@ export class Supervisor implements SupervisedQueues {
     const p: QueueProc = proc ?? { name, mark: 'RUNNING', child: undefined, exited: Promise.resolve(), restarts: 0, autoRestarts: 0 };
     p.mark = 'RUNNING';
     this.queues.set(name, p);
+    if (this.isHosted(name)) return this.startHosted(p);
     const child = this.spawnChild(QUEUE_MAIN, [name], { queue: name }, QUEUE_NODE_FLAGS);
-    p.child = child;
+    const serving: Serving = { stop: () => void child.kill('SIGTERM'), reload: () => void child.kill('SIGHUP') };
+    p.child = serving;
     p.exited = new Promise((resolve) => child.once('exit', (code, signal) => {
-      this.onQueueExit(p, child, code, signal);
+      this.onQueueExit(p, serving, code, signal);
       resolve();
     }));
     child.on('error', (e) => this.o.log.error({ queue: name, err: e.message }, 'cannot spawn queue process'));
     const until = Date.now() + QUEUE_START_WAIT_MS;
-    while (Date.now() < until && p.child === child && child.exitCode === null) {
+    while (Date.now() < until && p.child === serving && child.exitCode === null) {
       if ((await this.queueClient.probe(name, 'ping', {}, 1000)) !== undefined) return;
       await sleep(50);
     }
   }
 
-  private onQueueExit(p: QueueProc, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+  /**
+   * Does this queue share a host (hosts.ts) instead of having a process of its own? Yes
+   * when it runs no script (a pull queue) or one of rq's own (a built-in queue); a config
+   * that cannot be read gets a process of its own, which says why it cannot start.
+   */
+  private isHosted(name: string): boolean {
+    try {
+      const { configFile } = queueLayout(this.o.root, name);
+      const { script } = parseQueueConfig(fs.readFileSync(configFile, 'utf8'), configFile);
+      return script === '' || path.dirname(resolveScript(this.o.root.root, script)) === BUILTIN_SCRIPTS;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Open a queue on a host; resolves once it serves, or its open has ended. */
+  private async startHosted(p: QueueProc): Promise<void> {
+    const serving: Serving = { stop: () => this.hosts.close(p.name), reload: () => undefined };
+    p.child = serving;
+    p.exited = new Promise((resolve) => {
+      this.hostedEnds.set(p.name, (code, signal) => {
+        this.onQueueExit(p, serving, code, signal);
+        resolve();
+      });
+    });
+    const refused = await this.hosts.open(p.name);
+    if (refused !== undefined) this.o.log.error({ queue: p.name, err: refused }, 'queue not served');
+  }
+
+  private onQueueExit(p: QueueProc, child: Serving, code: number | null, signal: NodeJS.Signals | null): void {
     if (p.child !== child) return;
     p.child = undefined;
     this.handleGone(p, code, signal);
@@ -214,14 +279,16 @@ export class Supervisor implements SupervisedQueues {
   shutdown(): Promise<void> {
     this.shuttingDown ??= (async () => {
       this.o.log.info('rq-mgr shutting down');
+      await this.watch?.close();
       const waits: Array<Promise<void>> = [];
       for (const p of this.queues.values()) {
         if (!p.child) continue;
         p.mark = 'SHUTDOWN';
-        p.child.kill('SIGTERM');
+        // Hosted queues end with their hosts, stopped below, all at once.
+        if (!this.hostedEnds.has(p.name)) p.child.stop();
         waits.push(p.exited);
       }
-      await Promise.all(waits);
+      await Promise.all([...waits, this.hosts.stop()]);
       const web = this.web.child;
       if (web && web.exitCode === null) {
         const gone = new Promise((r) => web.once('exit', r));
@@ -238,12 +305,13 @@ export class Supervisor implements SupervisedQueues {
 
   /** SIGHUP: reload configs of live queues, stop vanished ones, start new ones. */
   reload(): void {
+    this.hosts.reload();
     for (const p of this.queues.values()) {
       if (!p.child) continue;
-      if (isReadable(queueLayout(this.o.root, p.name).configFile)) p.child.kill('SIGHUP');
+      if (isReadable(queueLayout(this.o.root, p.name).configFile)) p.child.reload();
       else {
         p.mark = 'SHUTDOWN';
-        p.child.kill('SIGTERM');
+        p.child.stop();
       }
     }
     for (const name of this.discover()) if (!this.queues.has(name)) void this.startQueue(name);
@@ -300,7 +368,7 @@ export class Supervisor implements SupervisedQueues {
     if (p.child) {
       const exited = p.exited;
       p.mark = 'SHUTDOWN';
-      p.child.kill('SIGTERM');
+      p.child.stop();
       await exited;
     }
     p.restarts = 0;
@@ -313,7 +381,7 @@ export class Supervisor implements SupervisedQueues {
     const p = this.queues.get(name);
     if (!p) return false;
     p.mark = 'DELETE';
-    if (p.child) p.child.kill('SIGTERM');
+    if (p.child) p.child.stop();
     else this.handleGone(p, null, null);
     return true;
   }

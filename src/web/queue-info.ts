@@ -7,7 +7,9 @@
  * its counters. A queue is up when that reply arrived; one that does not answer is a
  * probe with `up: false`, never an exception.
  */
+import fs from 'node:fs';
 import { isRefusal } from '../client/refusal.js';
+import { queueLayout } from '../store/layout.js';
 import type { QueueStatus } from '../rpc/queue-api.js';
 import { PROBE_TIMEOUT_MS, type Gateway } from './gateway.js';
 
@@ -31,10 +33,46 @@ export async function probeQueue(gw: Gateway, name: string): Promise<QueueProbe>
   return { name, up: true, ...reply };
 }
 
-/** Every queue rq-mgr knows (custom ones first), probed in parallel; null if rq-mgr does not answer. */
+/** Every queue rq-mgr knows (custom ones first), probed (probeNamed); null if rq-mgr does not answer. */
 export async function probeQueues(gw: Gateway): Promise<QueueProbe[] | null> {
   const names = await gw.queueNames();
-  return names && Promise.all(names.map((n) => probeQueue(gw, n)));
+  return names && probeNamed(gw, names);
+}
+
+/**
+ * These queues, probed in parallel. Queues whose pid files name the same process (a host
+ * serves many) are asked together: `host_stats` of one of them answers for all the queues
+ * named, so thousands of queues cost one RPC per process. A queue the reply leaves out, or
+ * whose process does not answer it, is asked its own `stats`.
+ */
+export async function probeNamed(gw: Gateway, names: readonly string[]): Promise<QueueProbe[]> {
+  const byPid = new Map<string, string[]>();
+  for (const name of names) {
+    const pid = readPid(queueLayout(gw.root, name).pidFile);
+    byPid.set(pid, [...(byPid.get(pid) ?? []), name]);
+  }
+  const found = new Map<string, QueueProbe>();
+  await Promise.all(
+    [...byPid].map(async ([pid, group]) => {
+      if (pid === '' || group.length < 2) return;
+      const reply = await gw.queues.probe(group[0]!, 'host_stats', { queues: group }, PROBE_TIMEOUT_MS);
+      if (reply === undefined || isRefusal(reply)) return;
+      for (const name of group) {
+        const status = reply[name];
+        if (status !== undefined) found.set(name, { name, up: true, ...status });
+      }
+    }),
+  );
+  return Promise.all(names.map((n) => Promise.resolve(found.get(n) ?? probeQueue(gw, n))));
+}
+
+/** A pid file's text (a few bytes, read at once: thousands cost milliseconds), '' when there is none. */
+function readPid(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch {
+    return '';
+  }
 }
 
 /** rq-mgr's `uptime` (its answer is the liveness test) and, when asked for, its `version`. */

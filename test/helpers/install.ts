@@ -277,7 +277,7 @@ export function parentPid(pid: number): number {
 }
 
 /** The kinds of rq process (its children, scripts, are not among them). */
-export type RqKind = 'rq-mgr' | 'queue' | 'web' | 'spawner';
+export type RqKind = 'rq-mgr' | 'queue' | 'host' | 'web' | 'spawner';
 
 export interface RqProcess {
   pid: number;
@@ -291,6 +291,7 @@ export interface RqProcess {
 const RQ_COMMANDS: Array<[RqKind, RegExp]> = [
   ['rq-mgr', /^\[rq-mgr\]|\/rq-mgr-main\.js\b|\/bin\/rq-mgr run\b/],
   ['queue', /^\[rq-que\] \[(.*)\]|\/queue-main\.js (\S+)/],
+  ['host', /^\[rq-host\]|\/host-main\.js\b/],
   ['web', /^\[rq-web\]|\/web-main\.js\b/],
   ['spawner', /^\[rq-spawn\] \[(.*)\]|\/spawner-main\.js (\S+)/],
 ];

@@ -15,7 +15,7 @@ import { RqError } from '../../src/domain/errors.js';
 import { parseLmstfySection } from '../../src/protocols/lmstfy-config.js';
 import { waitFor, type TestRoot } from '../helpers/install.js';
 import { sharedProtocols, startProtocols } from '../helpers/protocols.js';
-import { rawRequest } from '../helpers/web.js';
+import { rawRequest, type Web } from '../helpers/web.js';
 
 const NS = 'test';
 const TOKEN = 'tok-test-0123456789abcdef';
@@ -108,9 +108,9 @@ const fresh = (stem = 'q'): string => `${stem}${++serial}`;
 function lmstfyInstall(
   section: Record<string, unknown> = { tokens: { [NS]: [TOKEN], [OTHER_NS]: [OTHER_TOKEN] } },
   always: Record<string, string> = {},
-): { t: () => TestRoot; api: () => Lmstfy; port: () => number } {
+): { t: () => TestRoot; api: () => Lmstfy; port: () => number; web: () => Web } {
   const doors = sharedProtocols({ lmstfy: section });
-  return { t: doors.t, api: () => new Lmstfy(doors.base('lmstfy'), always), port: () => doors.port('lmstfy') };
+  return { t: doors.t, api: () => new Lmstfy(doors.base('lmstfy'), always), port: () => doors.port('lmstfy'), web: doors.web };
 }
 
 /** The ms a promise took, with its value. */
@@ -811,6 +811,131 @@ describe('lmstfy: a restart of the queue process', () => {
     expect(await api().consume(q)).toMatchObject({ status: 404 });
     expect(await api().peek(q, acked)).toMatchObject({ status: 404 });
     expect(await api().size(q)).toBe(0);
+  });
+});
+
+describe('lmstfy: job attributes (Enable-Job-Version)', () => {
+  const { t, api, web } = lmstfyInstall();
+  /** The headers of bitleak/lmstfy's client tests. */
+  const VERSIONED = { 'Enable-Job-Version': 'YES', 'Job-Attr-HELLO': 'world', 'Job-Attr-FOO': 'bar' };
+  const ATTRS = { hello: 'world', foo: 'bar' };
+
+  /** Publish with these headers; returns the job id (expects 201). */
+  async function publishWith(q: string, body: string, headers: Record<string, string>, query = ''): Promise<string> {
+    const r = await api().call('PUT', `/api/${NS}/${q}${query === '' ? '' : `?${query}`}`, { body, headers });
+    expect(r, JSON.stringify(r.body)).toMatchObject({ status: 201, body: { msg: 'published' } });
+    return r.body.job_id as string;
+  }
+
+  it('shows a versioned job\'s attributes in consume, peek and peek by id; a plain job has no attributes key', async () => {
+    const q = fresh();
+    const id = await publishWith(q, 'with attributes', VERSIONED, 'tries=2');
+    const head = await api().peek(q);
+    expect(head).toMatchObject({ status: 200, body: { job_id: id, attributes: ATTRS } });
+    const r = await api().consume(q, 'ttr=600');
+    expect(r.body).toMatchObject({ msg: 'new job', job_id: id, data: b64('with attributes'), remain_tries: 1 });
+    expect(r.body.attributes).toEqual(ATTRS);
+    expect((await api().peek(q, id)).body.attributes).toEqual(ATTRS);
+    // The value's case is kept; `yes` in any case makes a versioned job.
+    const lower = await publishWith(q, 'lower', { 'enable-job-version': 'yes', 'job-attr-Trace-Id': 'AbC-123', 'Job-Attr-Empty': '' });
+    expect((await api().peek(q, lower)).body.attributes).toEqual({ 'trace-id': 'AbC-123', empty: '' });
+    // Without Enable-Job-Version: YES, Job-Attr-* headers are not kept, and the reply is today's.
+    for (const headers of [{ 'Job-Attr-HELLO': 'world' }, { 'Enable-Job-Version': 'NO', 'Job-Attr-HELLO': 'world' }]) {
+      const p = fresh();
+      const plain = await publishWith(p, 'plain', headers);
+      expect(Object.keys((await api().peek(p, plain)).body)).not.toContain('attributes');
+      const c = await api().consume(p);
+      expect(c.body.job_id).toBe(plain);
+      expect(Object.keys(c.body).sort()).toEqual(['data', 'elapsed_ms', 'job_id', 'msg', 'namespace', 'queue', 'remain_tries', 'ttl']);
+    }
+    // A versioned job with no Job-Attr-* header has none either.
+    const none = await publishWith(q, 'none', { 'Enable-Job-Version': 'YES' });
+    expect((await api().peek(q, none)).body).toMatchObject({ job_id: none });
+    expect(Object.keys((await api().peek(q, none)).body)).not.toContain('attributes');
+  });
+
+  it('keeps UTF-8 values as sent and gives every job of a bulk publish the attributes', async () => {
+    const q = fresh();
+    const utf8 = 'héllo wörld ✓';
+    // A header value is bytes: fetch sends each character of this text as one byte.
+    const id = await publishWith(q, 'x', { 'Enable-Job-Version': 'YES', 'Job-Attr-Greeting': Buffer.from(utf8).toString('latin1') });
+    expect((await api().peek(q, id)).body.attributes).toEqual({ greeting: utf8 });
+    const bulk = await api().call('PUT', `/api/${NS}/${q}/bulk`, { body: '[{"a":1},{"b":2}]', headers: VERSIONED });
+    expect(bulk.status).toBe(201);
+    for (const jobId of bulk.body.job_ids as string[]) expect((await api().peek(q, jobId)).body.attributes).toEqual(ATTRS);
+  });
+
+  it('keeps the attributes through the dead letter, a respawn and a republish', async () => {
+    const q = fresh();
+    const id = await publishWith(q, 'doomed', VERSIONED, 'tries=1');
+    expect((await api().consume(q, 'ttr=0')).body).toMatchObject({ job_id: id, attributes: ATTRS });
+    await waitFor(async () => (await api().deadLetter(q)).size === 1, 5000, 'the dead letter');
+    expect((await api().deadLetter(q)).head).toBe(id);
+    expect((await api().peek(q, id)).body).toMatchObject({ job_id: id, remain_tries: 0, attributes: ATTRS });
+    expect(await api().call('PUT', `/api/${NS}/${q}/deadletter`)).toMatchObject({ status: 200, body: { count: 1 } });
+    expect((await api().consume(q, 'ttr=600')).body).toMatchObject({ job_id: id, data: b64('doomed'), attributes: ATTRS });
+    // A plain republish keeps them; a versioned one adds its own (a name given again takes the new value).
+    const r1 = await api().call('PUT', `/api/${NS}/${q}/job/${id}`, { body: 'again' });
+    expect(r1.status).toBe(201);
+    const second = r1.body.job_id as string;
+    expect(await api().peek(q, id)).toMatchObject({ status: 404 });
+    expect((await api().consume(q, 'ttr=600')).body).toMatchObject({ job_id: second, data: b64('again'), attributes: ATTRS });
+    const r2 = await api().call('PUT', `/api/${NS}/${q}/job/${second}`, { body: 'third', headers: { 'Enable-Job-Version': 'YES', 'Job-Attr-Foo': 'baz', 'Job-Attr-Step': '3' } });
+    expect(r2.status).toBe(201);
+    expect((await api().peek(q, r2.body.job_id)).body.attributes).toEqual({ hello: 'world', foo: 'baz', step: '3' });
+  });
+
+  it('keeps the attributes across kill -9 of the queue process', async () => {
+    const q = fresh();
+    const ready = await publishWith(q, 'ready', VERSIONED, 'tries=2');
+    const leased = await publishWith(q, 'leased', { 'Enable-Job-Version': 'YES', 'Job-Attr-Which': 'leased' });
+    expect((await api().consume(q, 'ttr=1')).body.job_id).toBe(ready);
+    expect((await api().consume(q, 'ttr=600')).body.job_id).toBe(leased);
+    await t().killQueueUnderMgr(`${NS}.${q}`);
+    expect((await api().peek(q, leased)).body.attributes).toEqual({ which: 'leased' });
+    expect((await api().consume(q, 'ttr=600&timeout=10')).body).toMatchObject({ job_id: ready, attributes: ATTRS });
+  });
+
+  it('refuses too many, too long, reserved or non-UTF-8 attributes with a 400 and publishes nothing', async () => {
+    const q = fresh();
+    const many = (n: number): Record<string, string> => Object.fromEntries(Array.from({ length: n }, (_, i) => [`Job-Attr-A${i}`, 'v']));
+    const cases: Array<[Record<string, string>, string]> = [
+      [many(33), 'too many attributes: 33 (at most 32)'],
+      [{ [`Job-Attr-${'n'.repeat(65)}`]: 'v' }, 'attribute name too long: 65 bytes (at most 64)'],
+      [{ 'Job-Attr-Big': 'v'.repeat(1025) }, 'attribute "big" too long: 1025 bytes (at most 1024)'],
+      [{ 'Job-Attr-Big': Buffer.from('é'.repeat(513)).toString('latin1') }, 'attribute "big" too long: 1026 bytes (at most 1024)'],
+      [{ 'Job-Attr-Bad': '\xff\xfe' }, 'attribute "bad" is not UTF-8 text'],
+      [{ 'Job-Attr-__proto__': 'x' }, 'the attribute name "__proto__" is reserved'],
+    ];
+    for (const [attrs, error] of cases) {
+      const headers = { 'Enable-Job-Version': 'YES', ...attrs };
+      for (const route of [`/api/${NS}/${q}`, `/api/${NS}/${q}/bulk`]) {
+        const r = await api().call('PUT', route, { body: '[{"a":1}]', headers });
+        expect({ route, status: r.status, body: r.body }).toEqual({ route, status: 400, body: { error } });
+      }
+    }
+    expect(await api().size(q)).toBe(0);
+    // At the limits: accepted.
+    const edge = { 'Enable-Job-Version': 'YES', ...many(31), [`Job-Attr-${'n'.repeat(64)}`]: 'v'.repeat(1024) };
+    const id = await publishWith(q, 'edge', edge);
+    expect(Object.keys((await api().peek(q, id)).body.attributes)).toHaveLength(32);
+    // A republish whose attributes and the old job's come to too many: a 400, and the old job stays.
+    const r = await api().call('PUT', `/api/${NS}/${q}/job/${id}`, { body: 'x', headers: { 'Enable-Job-Version': 'YES', 'Job-Attr-More': '1' } });
+    expect(r).toMatchObject({ status: 400, body: { error: 'too many attributes: 33 (at most 32)' } });
+    expect(await api().peek(q, id)).toMatchObject({ status: 200 });
+  });
+
+  it('keeps the attributes on the rq message, where the queue socket and the dashboard show them', async () => {
+    const q = fresh();
+    const rq = `${NS}.${q}`;
+    const id = await publishWith(q, 'x', VERSIONED);
+    const peeked = (await t().rpc(rq, 'peek', { ref: id })) as ['ok', { id: string }];
+    expect(peeked).toMatchObject(['ok', { ext_id: id, attributes: ATTRS }]);
+    expect(await (await web().get(`/q/${rq}/${peeked[1].id}.json`)).json()).toMatchObject({ ext_id: id, attributes: ATTRS });
+    expect(await t().rpc(rq, 'publish', { attributes: { a: 1 } })).toEqual(['fail', `'attributes' must be an object of strings, got {"a":1}`, 'RQ_BAD_REQUEST']);
+    expect(await t().rpc(rq, 'publish', { attributes: { '': 'x' } })).toEqual(['fail', "'attributes': an attribute name is empty", 'RQ_BAD_REQUEST']);
+    const made = (await t().rpc(rq, 'publish', { attributes: { constructor: 'c' } })) as ['ok', { id: string }];
+    expect(await t().rpc(rq, 'peek', { ref: made[1].id })).toMatchObject(['ok', { attributes: { constructor: 'c' } }]);
   });
 });
 

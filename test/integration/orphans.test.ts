@@ -46,11 +46,14 @@ async function childOf(t: TestRoot, parent: number, kind: RqKind, not?: number):
   return found!;
 }
 
-/** rq processes of the root that have lost their parent: a queue or web process whose parent is not an rq-mgr, a spawner whose parent is not a queue process. */
+/** rq processes of the root that have lost their parent: a queue, host or web process whose parent is not an rq-mgr, a spawner whose parent is not a queue or host process. */
 function orphans(procs: readonly RqProcess[]): RqProcess[] {
   const kindOf = new Map(procs.map((p) => [p.pid, p.kind]));
-  const parentKind: Partial<Record<RqKind, RqKind>> = { queue: 'rq-mgr', web: 'rq-mgr', spawner: 'queue' };
-  return procs.filter((p) => p.kind !== 'rq-mgr' && kindOf.get(p.ppid) !== parentKind[p.kind]);
+  const parentKinds: Partial<Record<RqKind, RqKind[]>> = { queue: ['rq-mgr'], host: ['rq-mgr'], web: ['rq-mgr'], spawner: ['queue', 'host'] };
+  return procs.filter((p) => {
+    const parent = kindOf.get(p.ppid);
+    return p.kind !== 'rq-mgr' && (parent === undefined || !parentKinds[p.kind]?.includes(parent));
+  });
 }
 
 /** For each queue, the rq processes listening on its socket `queues/<q>/queue.sock`. */

@@ -31,6 +31,15 @@ async function idsWith(t: TestRoot, queue: string, param1: string): Promise<stri
   return reply[1].messages.map((m) => m.msg_id);
 }
 
+/**
+ * A queue rq-mgr cannot serve: its config.json is not JSON, so each process rq-mgr starts
+ * for it (it notices the new directory) exits at once, and no socket ever answers.
+ */
+function addUnservable(t: TestRoot, name: string): void {
+  t.addQueue({ name, num_workers: 0 });
+  fs.writeFileSync(path.join(t.queueDir(name), 'config.json'), '{"name": ');
+}
+
 /** Arm the fixture: the queue's next create kills its process at `moment`; returns the pid that will die. */
 function armDeath(t: TestRoot, queue: string, moment: Moment): number {
   const pid = t.pidIn(`queues/${queue}/queue.pid`)!;
@@ -81,7 +90,7 @@ describe('POST /q/<q>/new_message across a kill -9 of the queue process', () => 
   });
 
   it('a queue with no process: 503 RQ_UNAVAILABLE with Retry-After, nothing made; the CLI exits 75', async () => {
-    t().addQueue({ name: 'unrun', num_workers: 0 }); // made after rq-mgr started: it runs no process for it
+    addUnservable(t(), 'unrun');
     // Each waits RESTART_WAIT_MS for a process to come: all at once.
     const [r, json, cli] = await Promise.all([
       postJson(web(), 'unrun', { dest: 'unrun', param1: 'x' }),
@@ -198,7 +207,7 @@ describe('the pull front doors across a kill -9 of the queue process', () => {
   });
 
   it('a queue with no process: each door answers its 503 (Workq: -SERVER-ERROR), saying to try again', async () => {
-    for (const name of ['unrun1', 'unrun2', `${NS}.unrun3`, 'unrun4']) doors.t().addQueue({ name }); // rq-mgr runs no process for these
+    for (const name of ['unrun1', 'unrun2', `${NS}.unrun3`, 'unrun4']) addUnservable(doors.t(), name);
     const workq = await WorkqClient.connect(doors.port('workq'));
     try {
       // Each waits RESTART_WAIT_MS for a process to come: all at once.

@@ -42,6 +42,7 @@ import { runMessage } from './run-message.js';
 import { search } from './search.js';
 import { set } from './set.js';
 import { singleQue } from './single-que.js';
+import { hostStats } from './host-stats.js';
 import { stats } from './stats.js';
 import { status } from './status.js';
 import { touch } from './touch.js';
@@ -65,6 +66,7 @@ export const COMMANDS = {
   messages,
   search,
   stats,
+  host_stats: hostStats,
   clean,
   create_message: createMessage,
   prep_message: prepMessage,

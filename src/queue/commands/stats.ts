@@ -10,23 +10,22 @@ import { anyArg } from '../args.js';
 import { command } from '../command.js';
 import { refreshFlags } from '../flags.js';
 import { diskUsage } from '../housekeeping.js';
-import { numMessages, statusOf } from '../state.js';
+import { numMessages, statusOf, type QueueState } from '../state.js';
 
-export const stats = command({
-  whileDown: true,
-  arg: anyArg,
-  run: (s): QueueStatus => {
-    refreshFlags(s);
-    return {
-      pid: process.pid,
-      status: statusOf(s),
-      admin: s.admin,
-      uptime: Math.floor((Date.now() - s.startedAt) / 1000),
-      counts: numMessages(s),
-      schedule: s.cron.describe(),
-      ...s.stats.snapshot(),
-      cleaner: s.config.cleaner,
-      disk: diskUsage(s),
-    };
-  },
-});
+export const stats = command({ whileDown: true, arg: anyArg, run: (s) => statsOf(s) });
+
+/** The reply of `stats` (also each queue's part of `host_stats`). */
+export function statsOf(s: QueueState): QueueStatus {
+  refreshFlags(s);
+  return {
+    pid: process.pid,
+    status: statusOf(s),
+    admin: s.admin,
+    uptime: Math.floor((Date.now() - s.startedAt) / 1000),
+    counts: numMessages(s),
+    schedule: s.cron.describe(),
+    ...s.stats.snapshot(),
+    cleaner: s.config.cleaner,
+    disk: diskUsage(s),
+  };
+}

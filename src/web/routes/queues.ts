@@ -36,7 +36,7 @@ import { retentionText, shown, utcTime } from '../format.js';
 import { PROBE_TIMEOUT_MS, isBuiltinQueue } from '../gateway.js';
 import { checkedParam, param, params } from '../params.js';
 import { mgrPidOf } from '../pipeline.js';
-import { probeMgr, probeQueue, probeQueues, type QueueProbe } from '../queue-info.js';
+import { probeMgr, probeNamed, probeQueue, probeQueues, type QueueProbe } from '../queue-info.js';
 import { sendPage } from '../render.js';
 import { dump, refused, webError } from '../web-errors.js';
 
@@ -97,6 +97,28 @@ function wholeNumber(min: number, fallback: number) {
 
 const LIMIT_PARAM = wholeNumber(0, 10);
 const PAGE_PARAM = wholeNumber(1, 1);
+/** Queues per page of the dashboard, and of `/q.json` when asked for a page or a filter. */
+const QUEUES_PER_PAGE = 100;
+/** The `filter` parameter: text a queue's name contains (case ignored); '' for none. */
+const FILTER_PARAM = v.optional(v.pipe(v.string('text'), v.maxLength(255, 'at most 255 characters')), '');
+
+/** One page of the queues whose names contain `filter`, and where it is among them. */
+interface QueuePage {
+  names: string[];
+  filter: string;
+  page: number;
+  pages: number;
+  /** Queues that match the filter. */
+  total: number;
+}
+
+function pageOfQueues(all: readonly string[], filter: string, requested: number): QueuePage {
+  const needle = filter.toLowerCase();
+  const matching = needle === '' ? all : all.filter((n) => n.toLowerCase().includes(needle));
+  const pages = Math.max(1, Math.ceil(matching.length / QUEUES_PER_PAGE));
+  const page = Math.min(requested, pages);
+  return { names: matching.slice((page - 1) * QUEUES_PER_PAGE, page * QUEUES_PER_PAGE), filter, page, pages, total: matching.length };
+}
 
 /** The `state` parameter: a state, or undefined when absent or empty. */
 const STATE_PARAM = v.optional(v.pipe(v.picklist(['', ...STATES], `one of ${STATES.join(', ')}`), v.transform((s) => (s === '' ? undefined : s))), '');
@@ -166,21 +188,38 @@ export function queueRoutes(ctx: WebContext): Router {
 
   // ─────────────────────────── main page, /q.json, /q.txt ───────────────────────────
 
-  r.get('/', async (_req: Request, res: Response) => {
-    const [mgr, probes] = await Promise.all([probeMgr(gw, { version: true }), probeQueues(gw)]);
-    const rows = (probes ?? []).map((p) => ({ ...p, builtin: isBuiltinQueue(p.name) }));
+  /** The page of queues a request asks for (`filter`, `page`), probed; null when rq-mgr does not list its queues. */
+  const probePage = async (req: Request): Promise<{ list: QueuePage; probes: QueueProbe[] } | null> => {
+    const [filter, page] = [checkedParam(req, 'filter', FILTER_PARAM), checkedParam(req, 'page', PAGE_PARAM)];
+    const names = await gw.queueNames();
+    if (names === null) return null;
+    const list = pageOfQueues(names, filter, page);
+    return { list, probes: await probeNamed(gw, list.names) };
+  };
+
+  r.get('/', async (req: Request, res: Response) => {
+    const [mgr, listed] = await Promise.all([probeMgr(gw, { version: true }), probePage(req)]);
+    const rows = (listed?.probes ?? []).map((p) => ({ ...p, builtin: isBuiltinQueue(p.name) }));
     await sendPage(res, 'main', {
       ...VIEW_HELPERS,
       mgr: { ...mgr, pid: mgrPidOf(res) },
       rows,
-      listed: probes !== null,
+      list: listed?.list ?? pageOfQueues([], '', 1),
+      listed: listed !== null,
       now: formatEpoch(Date.now() / 1000),
       allowNewQueue: config.allowNewQueue,
     });
   });
 
-  r.get('/q.json', async (_req: Request, res: Response) => {
-    const [mgr, probes] = await Promise.all([probeMgr(gw, { version: true }), probeQueues(gw)]);
+  r.get('/q.json', async (req: Request, res: Response) => {
+    // RQ's reply lists every queue; beyond RQ, `page` or `filter` asks for one page (and says which).
+    const paged = param(req, 'page') !== undefined || param(req, 'filter') !== undefined;
+    const [mgr, listed] = await Promise.all([
+      probeMgr(gw, { version: true }),
+      paged ? probePage(req) : probeQueues(gw).then((probes) => probes && { list: undefined, probes }),
+    ]);
+    const probes = listed?.probes;
+    const list = listed?.list;
     const row = (p: QueueProbe): Record<string, unknown> => {
       // Beyond RQ, after RQ's keys: `disk`, the queue's last disk usage measurement (null when none).
       if (!p.up) return { name: p.name, status: 'DOWN', ping: null, pid: null, uptime: null, counts: {}, disk: null };
@@ -196,6 +235,7 @@ export function queueRoutes(ctx: WebContext): Router {
       version: mgr.version,
       time: Math.floor(Date.now() / 1000),
       queues: (probes ?? []).map(row),
+      ...(list ? { filter: list.filter, page: list.page, pages: list.pages, total: list.total } : {}),
     });
   });
 

@@ -1,0 +1,372 @@
+/**
+ * One queue served by a process: what a queue process of its own (queue-main.ts) holds
+ * once, and a host process (host-main.ts) holds for each of its queues. It owns the
+ * queue's lock (process-lock.ts: one writer per queue, wherever it is served), its pid
+ * file (the serving process's pid), its socket `queues/<q>/queue.sock` (RQ's framing,
+ * rpc/server.ts), and, while the queue is loaded, its state (state.ts), its `que/` hints
+ * and its spawners.
+ *
+ * Load on demand: a queue that is not resident is held unloaded (its lock, its socket and
+ * its config; no memory of its messages) until a command needs it. `ping`, `status`,
+ * `stats` and `host_stats` are answered unloaded, with the counts kept when it was put
+ * away (or counted once); any other command loads it first, which is a start-up like any
+ * other (store/recover.ts). A loaded queue that has been idle (queue-engine.ts isIdle) for
+ * `unloadAfterMs` is put away again. Which queues are loaded as soon as they are opened:
+ * mustLoadAtOpen.
+ */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type net from 'node:net';
+import { RqError, asNoSpace, coerceError, errnoCode } from '../domain/errors.js';
+import type { HostInfo } from '../domain/ids.js';
+import { isValidQueueName } from '../domain/names.js';
+import { parseQueueConfig, type QueueConfig } from '../domain/queue-config.js';
+import type { State } from '../domain/states.js';
+import type { Logger } from '../lib/logger.js';
+import { holderName, takeLock, type ProcessLock } from '../lib/process-lock.js';
+import type { QueueClient } from '../client/queue-client.js';
+import type { DiskUsage, QueueStatus } from '../rpc/queue-api.js';
+import { createRpcServer, listenOwnerOnly, type RpcConnection } from '../rpc/server.js';
+import { Spawner } from '../spawn/spawner.js';
+import { createGroupCommitter } from '../store/group-commit.js';
+import { countHashed, isMessageName } from '../store/hashed-tree.js';
+import { ensureQueueDirs, queueLayout, type QueueLayout, type RootLayout } from '../store/layout.js';
+import { createMessageStore } from '../store/message-store.js';
+import { statsOf } from './commands/stats.js';
+import { watchQue, type Watch } from './hints.js';
+import { noticeQueName } from './que-memory.js';
+import { closeQueue, createQueue, isIdle, reloadConfig, startQueue, stopQueue } from './queue-engine.js';
+import { QueueStats } from './queue-stats.js';
+import { COMMANDS } from './commands/index.js';
+import { checkedArg, runCommand, runOwnCommand } from './run-command.js';
+import { refreshFlags, readAdminFlags } from './flags.js';
+import { numMessages, type QueueState } from './state.js';
+
+/** What every queue of a process shares. */
+export interface ServeOptions {
+  root: RootLayout;
+  host: HostInfo;
+  /** Reaches the other queues (their processes may be restarting: the client waits). */
+  others: QueueClient;
+  spawnerIdleMs: number;
+  indexCompactLines: number;
+  /** A queue idle this long is put away; Infinity: loaded when opened, never put away. */
+  unloadAfterMs: number;
+  /** The `shutdown` command: what it does is the process's to say. */
+  onShutdown: () => void;
+  /** The `stats` of the queues of the process (`host_stats`), all or those named; by default, this queue's alone. */
+  hostStats?: (queues?: readonly string[]) => Record<string, QueueStatus>;
+}
+
+/**
+ * What a queue keeps while it is not loaded: its counters since it was opened, its counts
+ * (from memory when it was put away, else counted once: nothing else writes its
+ * directories while this process holds its lock), its last disk usage.
+ */
+interface Kept {
+  stats: QueueStats;
+  counts: Record<State, number> | undefined;
+  usage: DiskUsage | null;
+}
+
+/** Why a queue could not be opened: the reason, for the log. */
+export interface Refusal {
+  refused: string;
+}
+
+/**
+ * Open queue `name` for serving: its lock (waiting for a holder that is exiting), its pid
+ * file, its config, its socket; loaded at once (its directories made if missing, then
+ * recovered) when it has work or a schedule, or when the process keeps it resident.
+ */
+export async function openQueue(name: string, log: Logger, o: ServeOptions): Promise<ServedQueue | Refusal> {
+  if (!isValidQueueName(name)) return { refused: `invalid queue name [${String(name)}]` };
+  const layout = queueLayout(o.root, name);
+  if (!fs.existsSync(layout.dir)) return { refused: `no queue directory ${layout.dir}` };
+  let taken;
+  try {
+    taken = await takeLock(o.root, `queue ${name}`, {
+      waitWhile: (holder) => holder.exiting,
+      onWait: (holder) => log.warn({ holder: holder.pid }, `waiting for the previous process of queue ${name} (${holderName(holder)}) to exit`),
+    });
+  } catch (e) {
+    return { refused: `cannot take the lock of queue ${name}: ${coerceError(e).message}` };
+  }
+  if ('holder' in taken) return { refused: `queue ${name} is already served by ${holderName(taken.holder)}` };
+  const lock = taken.lock;
+  const refuse = (why: string): Refusal => {
+    lock.release();
+    return { refused: why };
+  };
+  let config: QueueConfig;
+  try {
+    // Written off the main thread: a host opening thousands of queues at once writes them in parallel.
+    await fsp.writeFile(layout.pidFile, `${process.pid}\n`);
+    config = parseQueueConfig(fs.readFileSync(layout.configFile, 'utf8'), layout.configFile);
+  } catch (e) {
+    return refuse(`Invalid queue config for ${name}: ${coerceError(e).message}`);
+  }
+  const q = new ServedQueue(layout, config, lock, log, o);
+  try {
+    if (o.unloadAfterMs === Infinity || mustLoadAtOpen(layout, config)) q.load();
+  } catch (e) {
+    return refuse(`cannot load queue ${name}: ${coerceError(e).message}`);
+  }
+  const listening = await q.listen();
+  return listening === undefined ? q : refuse(listening);
+}
+
+/**
+ * Must the queue be loaded as soon as it is opened? Yes with a cron schedule, with leased
+ * or running messages in `run/` (their lease ends and workers need watching), and, for a
+ * queue with a script, with messages in `prep/` or `que/` (they are to be run). A pull
+ * queue's waiting messages wait for a worker's command, which loads it (expiring any whose
+ * time-to-live ran out meanwhile). Messages are directories, so a state directory holds
+ * one exactly when its link count is over 2: one stat each, whatever its size. A count
+ * of 1 (ext4 past 65,000 subdirectories, or a filesystem that does not count them) says
+ * "maybe", and the queue is loaded.
+ */
+function mustLoadAtOpen(layout: QueueLayout, config: QueueConfig): boolean {
+  if (config.schedule.length > 0) return true;
+  const states: State[] = config.script === '' ? ['run'] : ['prep', 'que', 'run'];
+  for (const state of states) {
+    try {
+      if (fs.statSync(layout.stateDir(state)).nlink !== 2) return true;
+    } catch (e) {
+      if (errnoCode(e) !== 'ENOENT') return true;
+    }
+  }
+  return false;
+}
+
+export class ServedQueue {
+  readonly name: string;
+  readonly layout: QueueLayout;
+  private config: QueueConfig;
+  private readonly lock: ProcessLock;
+  private readonly log: Logger;
+  private readonly o: ServeOptions;
+  private readonly server: net.Server;
+  private readonly openedAt = Date.now();
+  private state: QueueState | undefined;
+  private hints: Watch | undefined;
+  private spawner: Spawner | undefined;
+  private kept: Kept = { stats: new QueueStats(), counts: undefined, usage: null };
+  /** Commands under way. */
+  private busy = 0;
+  /** Since when the loaded queue has been seen idle (undefined: it was not, at the last look). */
+  private idleSince: number | undefined;
+
+  constructor(layout: QueueLayout, config: QueueConfig, lock: ProcessLock, log: Logger, o: ServeOptions) {
+    this.name = layout.name;
+    this.layout = layout;
+    this.config = config;
+    this.lock = lock;
+    this.log = log;
+    this.o = o;
+    this.server = createRpcServer((command, argument, conn) => this.handle(command, argument, conn));
+  }
+
+  /** Is the queue's state in memory? */
+  get isLoaded(): boolean {
+    return this.state !== undefined;
+  }
+
+  /** Listen on the queue's socket; undefined once it listens, else why not. */
+  listen(): Promise<string | undefined> {
+    fs.rmSync(this.layout.socket, { force: true });
+    return new Promise((resolve) => {
+      this.server.once('error', (e) => resolve(`cannot serve ${this.layout.socket}: ${e.message}`));
+      listenOwnerOnly(this.server, this.layout.socket, () => resolve(undefined));
+    });
+  }
+
+  /** The queue's state, loaded (recovered from its directories) if it was put away. */
+  load(): QueueState {
+    if (this.state) return this.state;
+    const { layout, o, log } = this;
+    ensureQueueDirs(layout);
+    const committer = createGroupCommitter();
+    this.spawner = new Spawner(this.name, log, o.spawnerIdleMs);
+    const s: QueueState = createQueue(
+      {
+        root: o.root,
+        layout,
+        host: o.host,
+        store: createMessageStore(layout, committer),
+        committer,
+        log,
+        callQueue: (target, command, arg) => (target === this.name ? runOwnCommand(s, command, arg) : o.others.send(target, command, arg)),
+        spawner: this.spawner,
+        indexCompactLines: o.indexCompactLines,
+        stats: this.kept.stats,
+        startedAt: this.openedAt,
+        hostStats: (queues) => this.hostStats(queues),
+      },
+      this.config,
+    );
+    s.housekeeping.usage = this.kept.usage;
+    // Watching before recovery lists que/ leaves no gap for an entry to slip through.
+    const queDir = layout.stateDir('que');
+    this.hints = watchQue(
+      queDir,
+      {
+        queNames: (names) => {
+          for (const id of names) noticeQueName(s, id);
+        },
+        queOverflow: () => {
+          for (const id of fs.readdirSync(queDir)) noticeQueName(s, id);
+        },
+      },
+      log,
+    );
+    startQueue(s);
+    this.state = s;
+    this.idleSince = undefined;
+    return s;
+  }
+
+  /** Put the queue away if it has been idle long enough (called every second or so by its host). */
+  putAwayIfIdle(now: number): void {
+    const s = this.state;
+    if (!s) return;
+    if (this.busy > 0 || !isIdle(s)) {
+      this.idleSince = undefined;
+      return;
+    }
+    this.idleSince ??= now;
+    if (now - this.idleSince < this.o.unloadAfterMs) return;
+    this.kept = { stats: s.stats, counts: numMessages(s), usage: s.housekeeping.usage };
+    closeQueue(s);
+    this.hints?.close();
+    void this.spawner?.close(0);
+    this.state = this.hints = this.spawner = undefined;
+  }
+
+  /** A flag file of this queue appeared or vanished. */
+  flagsChanged(): void {
+    if (this.state) refreshFlags(this.state);
+  }
+
+  /** SIGHUP: read config.json again (a bad one keeps the old config, and says why). */
+  reload(): void {
+    if (this.state) {
+      reloadConfig(this.state);
+      this.config = this.state.config;
+      return;
+    }
+    try {
+      this.config = parseQueueConfig(fs.readFileSync(this.layout.configFile, 'utf8'), this.layout.configFile);
+      if (this.config.schedule.length > 0) this.load();
+    } catch (e) {
+      this.log.error({ err: coerceError(e).message }, 'config reload failed; keeping the old config');
+    }
+  }
+
+  /**
+   * Stop serving: no new run and no new request (closing the server removes the socket);
+   * resolves once the requests under way are answered and the spawners are gone, waiting at
+   * most `timeoutMs` for either. `release` lets go of the lock (the process lives on);
+   * otherwise it is marked exiting, and goes with the process.
+   */
+  async stop(timeoutMs: number, release: boolean): Promise<void> {
+    if (release) this.hints?.close();
+    else this.lock.markExiting();
+    if (this.state) stopQueue(this.state);
+    const answered = new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      setTimeout(resolve, timeoutMs).unref();
+    });
+    await Promise.all([this.spawner?.close(timeoutMs), answered]);
+    if (release) {
+      if (this.state) closeQueue(this.state);
+      this.state = undefined;
+      this.lock.release();
+    }
+  }
+
+  private async handle(command: string, argument: string, conn: RpcConnection): Promise<string> {
+    if (command === 'shutdown') {
+      setImmediate(this.o.onShutdown);
+      return '["ok"]';
+    }
+    const cold = this.state ? undefined : this.coldReply(command, argument);
+    if (cold !== undefined) return JSON.stringify(cold);
+    let s: QueueState;
+    try {
+      s = this.load();
+    } catch (e) {
+      const err = asNoSpace(e, path.relative(this.o.root.root, this.layout.dir));
+      this.log.error({ err: coerceError(e).message }, 'cannot load the queue');
+      return JSON.stringify(err instanceof RqError ? ['fail', err.message, err.code] : ['fail', `cannot load queue ${this.name}: ${coerceError(e).message}`, 'RQ_IO']);
+    }
+    this.busy++;
+    try {
+      const reply = await runCommand(s, command, argument, conn);
+      return Array.isArray(reply) && reply.length === 1 && reply[0] === 'ERROR' ? '[ "ERROR" ]' : JSON.stringify(reply);
+    } finally {
+      this.busy--;
+    }
+  }
+
+  /** The reply of a put-away queue to `ping`, `status` and `stats`; undefined for the commands that load it. */
+  private coldReply(command: string, argument: string): unknown {
+    switch (command) {
+      case 'ping':
+        return ['pong'];
+      case 'status':
+        return [readAdminFlags(this.layout)];
+      case 'stats':
+        return this.coldStats();
+      case 'host_stats': {
+        const arg = checkedArg(COMMANDS.host_stats, argument);
+        return Array.isArray(arg) ? arg : this.hostStats(arg.queues);
+      }
+      default:
+        return undefined;
+    }
+  }
+
+  /** Its `stats` now, loaded or put away. */
+  statsNow(): QueueStatus {
+    return this.state ? statsOf(this.state) : this.coldStats();
+  }
+
+  private hostStats(queues?: readonly string[]): Record<string, QueueStatus> {
+    return this.o.hostStats?.(queues) ?? (queues && !queues.includes(this.name) ? {} : { [this.name]: this.statsNow() });
+  }
+
+  private coldStats(): QueueStatus {
+    const dir = (state: State): string => this.layout.stateDir(state);
+    const counts = (this.kept.counts ??= {
+      prep: countFlat(dir('prep')),
+      que: countFlat(dir('que')),
+      run: countFlat(dir('run')),
+      done: countHashed(dir('done')),
+      relayed: countHashed(dir('relayed')),
+      err: countFlat(dir('err')),
+    });
+    const admin = readAdminFlags(this.layout);
+    return {
+      pid: process.pid,
+      status: admin,
+      admin,
+      uptime: Math.floor((Date.now() - this.openedAt) / 1000),
+      counts: { ...counts },
+      schedule: [],
+      ...this.kept.stats.snapshot(),
+      cleaner: this.config.cleaner,
+      disk: this.kept.usage,
+    };
+  }
+}
+
+/** The messages of a flat state directory. */
+function countFlat(dir: string): number {
+  try {
+    return fs.readdirSync(dir).filter(isMessageName).length;
+  } catch {
+    return 0;
+  }
+}
