@@ -14,16 +14,23 @@
  *   (`timeout`), hence the buckets up to 30 s.
  * - `lmstfy_rate_limited_requests_total{namespace,op}`: requests refused with 429.
  * - `lmstfy_queue_jobs{namespace,queue,state}`: jobs now `ready`, `delayed`, `inflight`
- *   and `dead` (the dead letter), as each queue process counts them (`pull_stats`, kept
- *   in memory: no directory is listed), for the queues this door has published to,
- *   consumed from or acknowledged in since the web process started. A scrape asks them
- *   PROBES_AT_ONCE at a time, each for at most PROBE_TIMEOUT_MS; a queue that does not
- *   answer is left out of that scrape, and one that no longer exists is forgotten.
+ *   and `dead` (the dead letter), for the queues this door has published to, consumed
+ *   from or acknowledged in since the web process started, as their processes count
+ *   them in memory (no directory is listed). A scrape asks the `stats` of those queues
+ *   as the web's /metrics does (web/queue-info.ts: one `host_stats` per host process),
+ *   which never loads a queue that is put away; only a queue with jobs waiting or in
+ *   flight is then asked its `pull_stats` (PROBES_AT_ONCE at a time), which tells ready
+ *   from delayed and dead letters from other errors (and loads the queue, which its jobs
+ *   will do anyway). A queue with nothing waiting or in flight shows its `err` count as
+ *   `dead`. A queue that does not answer within PROBE_TIMEOUT_MS is left out of that
+ *   scrape, and one that no longer exists is forgotten.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { QueueClient } from '../client/queue-client.js';
 import { isRefusal } from '../client/refusal.js';
+import type { PullStats } from '../rpc/queue-api.js';
 import type { RootLayout } from '../store/layout.js';
+import { probeNamed } from '../web/queue-info.js';
 import { rqQueue, type Reply } from './lmstfy-wire.js';
 import type { PullClient } from './pull-client.js';
 
@@ -34,13 +41,17 @@ export type Op = 'publish' | 'bulk_publish' | 'republish' | 'consume' | 'ack';
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /** A queue's `pull_stats` must answer within this, or it is left out of the scrape. */
 const PROBE_TIMEOUT_MS = 2_000;
-/** Queues asked at once during a scrape. */
+/** Queues asked their `pull_stats` at once during a scrape. */
 const PROBES_AT_ONCE = 32;
+
+/** The jobs of a queue that `lmstfy_queue_jobs` shows. */
+type Sizes = Pick<PullStats, 'ready' | 'delayed' | 'leased' | 'dead'>;
 
 type QueueLabels = 'namespace' | 'queue';
 
 export class LmstfyMetrics {
   private readonly registry = new Registry();
+  private readonly root: RootLayout;
   private readonly queues: QueueClient;
   private readonly client: PullClient;
   /** rq queue → its lmstfy names, for the queues this door has used. */
@@ -52,6 +63,7 @@ export class LmstfyMetrics {
   private readonly limited: Counter<'namespace' | 'op'>;
 
   constructor(root: RootLayout, client: PullClient) {
+    this.root = root;
     this.queues = new QueueClient(root);
     this.client = client;
     const registers = [this.registry];
@@ -112,16 +124,25 @@ export class LmstfyMetrics {
     this.seen.set(rqQueue(namespace, queue), { namespace, queue });
   }
 
-  /** The `pull_stats` of every queue seen that answers; a queue that no longer exists is forgotten. */
-  private async sizes(): Promise<Array<{ labels: Record<QueueLabels, string>; stats: { ready: number; delayed: number; leased: number; dead: number } }>> {
-    const out: Awaited<ReturnType<LmstfyMetrics['sizes']>> = [];
-    const names = [...this.seen.keys()];
-    for (let i = 0; i < names.length; i += PROBES_AT_ONCE) {
+  /** The sizes of every queue seen that answers (see the file comment); a queue that no longer exists is forgotten. */
+  private async sizes(): Promise<Array<{ labels: Record<QueueLabels, string>; stats: Sizes }>> {
+    const out: Array<{ labels: Record<QueueLabels, string>; stats: Sizes }> = [];
+    const busy: string[] = [];
+    for (const probe of await probeNamed({ root: this.root, queues: this.queues }, [...this.seen.keys()])) {
+      const labels = this.seen.get(probe.name)!;
+      if (!probe.up) {
+        if (!this.client.exists(probe.name)) this.seen.delete(probe.name);
+      } else if (probe.counts.que + probe.counts.run > 0) {
+        busy.push(probe.name);
+      } else {
+        out.push({ labels, stats: { ready: 0, delayed: 0, leased: 0, dead: probe.counts.err } });
+      }
+    }
+    for (let i = 0; i < busy.length; i += PROBES_AT_ONCE) {
       await Promise.all(
-        names.slice(i, i + PROBES_AT_ONCE).map(async (rq) => {
+        busy.slice(i, i + PROBES_AT_ONCE).map(async (rq) => {
           const reply = await this.queues.probe(rq, 'pull_stats', {}, PROBE_TIMEOUT_MS);
           if (reply !== undefined && !isRefusal(reply)) out.push({ labels: this.seen.get(rq)!, stats: reply[1] });
-          else if (!this.client.exists(rq)) this.seen.delete(rq);
         }),
       );
     }

@@ -198,6 +198,11 @@ describe('lmstfy: /metrics and the access log', () => {
     // A job with one try and no TTR goes to the dead letter at once.
     expect((await call('GET', `/api/${NS}/${q}?ttr=0`, { token: TOKEN })).status).toBe(200);
     await waitFor(async () => (await call('GET', `/api/${NS}/${q}/deadletter/size`)).body.size === 1, 5000, 'a dead letter');
+    // A queue with nothing waiting or in flight: its sizes come from its `stats`, which never load a queue.
+    const idle = fresh('idle');
+    expect((await call('PUT', `/api/${NS}/${idle}`, { token: TOKEN, body: 'dies' })).status).toBe(201);
+    expect((await call('GET', `/api/${NS}/${idle}?ttr=0`, { token: TOKEN })).status).toBe(200);
+    await waitFor(async () => (await call('GET', `/api/${NS}/${idle}/deadletter/size`)).body.size === 1, 5000, 'a dead letter');
 
     expect(await call('GET', '/metrics')).toMatchObject({ status: 401 });
     const r = await call('GET', '/metrics', { auth: true });
@@ -212,6 +217,8 @@ describe('lmstfy: /metrics and the access log', () => {
     expect(m.get(`lmstfy_queue_jobs{${labels},state="delayed"}`)).toBe(1);
     expect(m.get(`lmstfy_queue_jobs{${labels},state="inflight"}`)).toBe(1);
     expect(m.get(`lmstfy_queue_jobs{${labels},state="dead"}`)).toBe(1);
+    const idleLabels = `namespace="${NS}",queue="${idle}"`;
+    expect(['ready', 'delayed', 'inflight', 'dead'].map((state) => m.get(`lmstfy_queue_jobs{${idleLabels},state="${state}"}`))).toEqual([0, 0, 0, 1]);
     expect(m.get(`lmstfy_request_duration_seconds_count{namespace="${NS}",op="publish"}`)).toBeGreaterThanOrEqual(4);
     expect(m.get(`lmstfy_request_duration_seconds_bucket{le="+Inf",namespace="${NS}",op="consume"}`)).toBeGreaterThanOrEqual(3);
     expect(r.body).toContain('# TYPE lmstfy_request_duration_seconds histogram');
