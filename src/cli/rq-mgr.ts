@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { MgrClient } from '../client/mgr-client.js';
 import { explain } from '../domain/errors.js';
-import { MGR_MAIN, installRoot } from '../lib/install-root.js';
+import { MGR_MAIN, SERVICE_NODE_FLAGS, installRoot } from '../lib/install-root.js';
 import { holderName, lockHolder, type LockHolder } from '../lib/process-lock.js';
 import { rootLayout, type RootLayout } from '../store/layout.js';
 import { runningPid } from '../supervisor/pid-file.js';
@@ -75,7 +75,7 @@ async function start(root: RootLayout): Promise<number> {
   if (problem) return problem === 'running' ? 0 : 1;
   fs.mkdirSync(path.dirname(root.logFile), { recursive: true });
   const out = fs.openSync(root.logFile, 'a');
-  const child = spawn(process.execPath, [MGR_MAIN], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, MGR_MAIN], {
     cwd: root.root,
     env: { ...process.env, RQ_ROOT: root.root },
     stdio: ['ignore', out, out],

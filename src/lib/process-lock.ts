@@ -109,10 +109,17 @@ function lockAddress(root: LockRoot, scope: LockScope, create: boolean): string 
   return `\0rq-lock-${hash.slice(0, 40)}`;
 }
 
+/** Keys read, by file: a host takes thousands of locks, and the key does not change while rq runs. */
+const keys = new Map<string, string>();
+
 /** The key in `file`; when there is none and `create` is set, a new one, made by exactly one of the processes racing to make it. */
 function lockKey(file: string, create: boolean): string | undefined {
+  const known = keys.get(file);
+  if (known !== undefined) return known;
   try {
-    return fs.readFileSync(file, 'utf8');
+    const key = fs.readFileSync(file, 'utf8');
+    keys.set(file, key);
+    return key;
   } catch (e) {
     if (errnoCode(e) !== 'ENOENT') throw e;
   }

@@ -14,11 +14,9 @@
  *   are open.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import type http from 'node:http';
-import path from 'node:path';
 import { ulid } from 'ulid';
-import { PACKAGE_ROOT } from '../lib/install-root.js';
+import { packageVersion } from '../lib/install-root.js';
 import type { AccessLog } from './lmstfy-access-log.js';
 import { readBytes, readForm } from './lmstfy-body.js';
 import type { LmstfyConfig } from './lmstfy-config.js';
@@ -186,13 +184,4 @@ function adminNamespaceProblem(ns: string): Reply | undefined {
 function sameSecret(given: string, want: string): boolean {
   const h = (s: string): Buffer => crypto.createHash('sha256').update(s).digest();
   return crypto.timingSafeEqual(h(given), h(want));
-}
-
-function packageVersion(): string {
-  try {
-    const pkg = JSON.parse(fs.readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version?: unknown };
-    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
-  } catch {
-    return 'unknown';
-  }
 }

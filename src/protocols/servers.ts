@@ -12,18 +12,15 @@ import type { MainConfig, ProtocolName, ProtocolSection } from '../domain/main-c
 import type { Logger } from '../lib/logger.js';
 import type { RootLayout } from '../store/layout.js';
 import type { ProtocolFactory } from './context.js';
-import { cloudqServer } from './cloudq.js';
 import { Namespaces } from './door-access.js';
-import { lmstfyServer } from './lmstfy.js';
 import { PullClient } from './pull-client.js';
-import { rqmsServer } from './rqms.js';
-import { workqServer } from './workq/server.js';
 
-const FACTORIES: Partial<Record<ProtocolName, ProtocolFactory>> = {
-  lmstfy: lmstfyServer,
-  cloudq: cloudqServer,
-  rqms: rqmsServer,
-  workq: workqServer,
+/** Each door's module is loaded only when its section is there: a web process without doors does without them. */
+const FACTORIES: Partial<Record<ProtocolName, () => Promise<ProtocolFactory>>> = {
+  lmstfy: async () => (await import('./lmstfy.js')).lmstfyServer,
+  cloudq: async () => (await import('./cloudq.js')).cloudqServer,
+  rqms: async () => (await import('./rqms.js')).rqmsServer,
+  workq: async () => (await import('./workq/server.js')).workqServer,
 };
 
 /**
@@ -35,7 +32,7 @@ export async function startProtocolServers(root: RootLayout, config: MainConfig,
   const namespaces = Namespaces.open(root, config);
   const built: Array<{ name: ProtocolName; section: ProtocolSection; server: net.Server }> = [];
   for (const [name, section] of Object.entries(config.protocols) as Array<[ProtocolName, ProtocolSection]>) {
-    const factory = FACTORIES[name];
+    const factory = await FACTORIES[name]?.();
     if (!factory) {
       log.warn({ protocol: name }, `the ${name} front door is not built yet; its section is ignored`);
       continue;

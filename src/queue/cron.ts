@@ -27,7 +27,8 @@
  * conversions to and from real instants know the zone.
  */
 import fs from 'node:fs';
-import { CronExpressionParser, type CronExpression } from 'cron-parser';
+import { createRequire } from 'node:module';
+import type { CronExpression, CronExpressionParser } from 'cron-parser';
 import { RqError, coerceError } from '../domain/errors.js';
 import type { ScheduleEntry } from '../domain/queue-config.js';
 import type { Logger } from '../lib/logger.js';
@@ -91,6 +92,13 @@ export function instantOf(wall: number, tz: string): number {
 // ───────────────────────────── entries ─────────────────────────────
 
 /** Parse an entry's cron text (5 fields or an alias); the error names what is wrong. */
+/** cron-parser (and its time library), loaded at the first schedule: most queues have none, and it costs megabytes. */
+let parser: typeof CronExpressionParser | undefined;
+function cronParser(): typeof CronExpressionParser {
+  parser ??= (createRequire(import.meta.url)('cron-parser') as { CronExpressionParser: typeof CronExpressionParser }).CronExpressionParser;
+  return parser;
+}
+
 export function compileCron(text: string): CronExpression {
   const trimmed = text.trim();
   if (trimmed.startsWith('@')) {
@@ -99,7 +107,7 @@ export function compileCron(text: string): CronExpression {
     throw new Error('expected 5 fields: minute hour day-of-month month day-of-week');
   }
   // cron-parser lacks @midnight, which is @daily.
-  return CronExpressionParser.parse(trimmed === '@midnight' ? '@daily' : trimmed, { tz: 'UTC', currentDate: new Date(0) });
+  return cronParser().parse(trimmed === '@midnight' ? '@daily' : trimmed, { tz: 'UTC', currentDate: new Date(0) });
 }
 
 /** The first wall-clock minute matching `expr` strictly after wall time `after`. */
@@ -229,6 +237,13 @@ export class CronSchedule {
   async start(): Promise<void> {
     this.started = true;
     await this.check();
+  }
+
+  /** Fire no more (the queue is closed); a fire under way ends on its own. */
+  stop(): void {
+    this.started = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
   }
 
   /** Look again now (status or config changed); settles when the due fires are made. */

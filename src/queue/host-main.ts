@@ -87,7 +87,7 @@ async function open(name: string): Promise<void> {
   const qlog = log.child({ queue: name });
   const q = await openQueue(name, qlog, {
     ...options,
-    onShutdown: () => void close(name).then(() => tell({ t: 'gone', queue: name })),
+    onShutdown: () => inTurn(name, () => close(name).then(() => tell({ t: 'gone', queue: name }))),
   });
   if ('refused' in q) {
     qlog.error(q.refused);
@@ -107,10 +107,20 @@ async function close(name: string): Promise<void> {
   await q.stop(1_000, true);
 }
 
+/** The open or close under way for each queue: the next waits for it, so a close never overtakes the open before it. */
+const turns = new Map<string, Promise<void>>();
+function inTurn(name: string, op: () => Promise<void>): void {
+  const next = (turns.get(name) ?? Promise.resolve()).then(op, op);
+  turns.set(name, next);
+  void next.finally(() => {
+    if (turns.get(name) === next) turns.delete(name);
+  });
+}
+
 process.on('message', (m: ToHost) => {
   if (exiting) return;
-  if (m.t === 'open') void open(m.queue);
-  else void close(m.queue).then(() => tell({ t: 'closed', queue: m.queue }));
+  if (m.t === 'open') inTurn(m.queue, () => open(m.queue));
+  else inTurn(m.queue, () => close(m.queue).then(() => tell({ t: 'closed', queue: m.queue })));
 });
 
 watchFlags(root.configDir, (file) => {

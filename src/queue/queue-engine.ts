@@ -134,9 +134,10 @@ function applyConfig(s: QueueState): void {
 /**
  * Start-up: recovery (store/recover.ts) into memory, then the first dispatch. Leased
  * messages keep their leases (timers.ts), runs whose worker from before the restart is
- * still alive wait for it, the counts of the final states are read in the background.
+ * still alive wait for it; err and the counts of the final states are read in the next
+ * turn, and the promise settles once they are (commands wait for it: served-queue.ts).
  */
-export function startQueue(s: QueueState): void {
+export function startQueue(s: QueueState): Promise<void> {
   const { store, layout } = s;
   const found = recoverQueue(store, layout, s.log, (id) => liveOrphan(s, id));
   s.prep = found.prep;
@@ -148,16 +149,20 @@ export function startQueue(s: QueueState): void {
   pump(s);
   // An index that is not exactly the waiting messages is rewritten (in the committer's next turn).
   if (found.staleIndex) compactIndex(s);
-  // Off the critical path: counts of the final states.
-  setImmediate(() => {
-    const errs = store.listFlat('err');
-    s.errIds.addAll(errs);
-    loadPullTimers(s, found.que, errs);
-    s.counts = { done: store.countHashed('done'), relayed: store.countHashed('relayed') };
-  });
   s.dispatch.tick = setInterval(() => onTick(s), TICK_MS);
   s.dispatch.tick.unref();
   void s.cron.start();
+  // Off the critical path (the first runs start first): err, the dead letters and the
+  // counts of the final states, in the next turn. The promise settles once they are in.
+  return new Promise((resolve) =>
+    setImmediate(() => {
+      const errs = store.listFlat('err');
+      s.errIds.addAll(errs);
+      loadPullTimers(s, found.que, errs);
+      s.counts = { done: store.countHashed('done'), relayed: store.countHashed('relayed') };
+      resolve();
+    }),
+  );
 }
 
 /** The queue process is exiting: start no more runs (those under way live on). */
@@ -192,13 +197,25 @@ export function isIdle(s: QueueState): boolean {
   );
 }
 
-/** Put an idle queue away (isIdle): its timers stopped, its journal and directories closed. */
+/**
+ * Close a queue's state for good (put away when idle, or no longer served by this
+ * process): every timer stopped, so nothing it holds acts again; blocking leases answered
+ * empty; its journal and directories closed. Its commits must have ended (the committer
+ * idle): a flush under way would write to a closed journal.
+ */
 export function closeQueue(s: QueueState): void {
+  const { dispatch: d, pull: p } = s;
   stopQueue(s);
-  clearInterval(s.dispatch.tick);
-  clearTimeout(s.dispatch.dueTimer);
-  s.pull.leaseEnds.clear();
-  s.pull.expiries.clear();
+  clearInterval(d.tick);
+  for (const timer of [d.dueTimer, d.spaceTimer, p.trashTimer]) clearTimeout(timer);
+  p.leaseEnds.clear();
+  p.expiries.clear();
+  s.cron.stop();
+  for (const w of [...p.waiters]) w.settle([]);
+  for (const run of s.run.values()) {
+    clearTimeout(run.statusTimer);
+    for (const timer of run.timers) clearTimeout(timer);
+  }
   s.committer.close();
 }
 

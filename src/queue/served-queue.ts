@@ -11,12 +11,13 @@
  * `stats` and `host_stats` are answered unloaded, with the counts kept when it was put
  * away (or counted once); any other command loads it first, which is a start-up like any
  * other (store/recover.ts). A loaded queue that has been idle (queue-engine.ts isIdle) for
- * `unloadAfterMs` is put away again. Which queues are loaded as soon as they are opened:
- * mustLoadAtOpen.
+ * `unloadAfterMs` is put away again. Which queues are loaded as soon as they are opened,
+ * and never put away: mustLoad.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type net from 'node:net';
 import { RqError, asNoSpace, coerceError, errnoCode } from '../domain/errors.js';
 import type { HostInfo } from '../domain/ids.js';
@@ -42,6 +43,9 @@ import { COMMANDS } from './commands/index.js';
 import { checkedArg, runCommand, runOwnCommand } from './run-command.js';
 import { refreshFlags, readAdminFlags } from './flags.js';
 import { numMessages, type QueueState } from './state.js';
+
+/** How long a queue that stops being served here waits for its commits under way before it lets go of its lock. */
+const COMMITS_WAIT_MS = 10_000;
 
 /** What every queue of a process shares. */
 export interface ServeOptions {
@@ -77,8 +81,8 @@ export interface Refusal {
 
 /**
  * Open queue `name` for serving: its lock (waiting for a holder that is exiting), its pid
- * file, its config, its socket; loaded at once (its directories made if missing, then
- * recovered) when it has work or a schedule, or when the process keeps it resident.
+ * file, its config, its state directories (made if missing), its socket; loaded at once
+ * when mustLoad says so, or when the process keeps it resident.
  */
 export async function openQueue(name: string, log: Logger, o: ServeOptions): Promise<ServedQueue | Refusal> {
   if (!isValidQueueName(name)) return { refused: `invalid queue name [${String(name)}]` };
@@ -109,35 +113,34 @@ export async function openQueue(name: string, log: Logger, o: ServeOptions): Pro
   }
   const q = new ServedQueue(layout, config, lock, log, o);
   try {
-    if (o.unloadAfterMs === Infinity || mustLoadAtOpen(layout, config)) q.load();
+    ensureQueueDirs(layout);
+    if (o.unloadAfterMs === Infinity || mustLoad(layout, config)) q.load();
   } catch (e) {
-    return refuse(`cannot load queue ${name}: ${coerceError(e).message}`);
+    return refuse(`cannot open queue ${name}: ${coerceError(e).message}`);
   }
   const listening = await q.listen();
-  return listening === undefined ? q : refuse(listening);
+  if (listening === undefined) return q;
+  await q.stop(0, true);
+  return { refused: listening };
 }
 
 /**
- * Must the queue be loaded as soon as it is opened? Yes with a cron schedule, with leased
- * or running messages in `run/` (their lease ends and workers need watching), and, for a
- * queue with a script, with messages in `prep/` or `que/` (they are to be run). A pull
- * queue's waiting messages wait for a worker's command, which loads it (expiring any whose
- * time-to-live ran out meanwhile). Messages are directories, so a state directory holds
- * one exactly when its link count is over 2: one stat each, whatever its size. A count
- * of 1 (ext4 past 65,000 subdirectories, or a filesystem that does not count them) says
- * "maybe", and the queue is loaded.
+ * Must the queue be loaded as soon as it is opened, and kept loaded? A queue with a script
+ * (a built-in queue on a host) always is: its messages are to be run, and one dropped into
+ * `que/` by hand is seen through its watch. So is one with a cron schedule. A pull queue
+ * is loaded at once only with leased messages in `run/` (their leases end on their own);
+ * its waiting messages wait for a worker's command, which loads it (expiring any whose
+ * time-to-live ran out meanwhile). Messages are directories, so a state directory holds one
+ * exactly when its link count is over 2: one stat, whatever its size. A count of 1 (ext4
+ * past 65,000 subdirectories, or a filesystem that does not count them) says "maybe".
  */
-function mustLoadAtOpen(layout: QueueLayout, config: QueueConfig): boolean {
-  if (config.schedule.length > 0) return true;
-  const states: State[] = config.script === '' ? ['run'] : ['prep', 'que', 'run'];
-  for (const state of states) {
-    try {
-      if (fs.statSync(layout.stateDir(state)).nlink !== 2) return true;
-    } catch (e) {
-      if (errnoCode(e) !== 'ENOENT') return true;
-    }
+function mustLoad(layout: QueueLayout, config: QueueConfig): boolean {
+  if (config.script !== '' || config.schedule.length > 0) return true;
+  try {
+    return fs.statSync(layout.stateDir('run')).nlink !== 2;
+  } catch (e) {
+    return errnoCode(e) !== 'ENOENT';
   }
-  return false;
 }
 
 export class ServedQueue {
@@ -150,6 +153,8 @@ export class ServedQueue {
   private readonly server: net.Server;
   private readonly openedAt = Date.now();
   private state: QueueState | undefined;
+  /** Settles once the loaded state is whole (queue-engine.ts startQueue's second part). */
+  private recovered: Promise<void> = Promise.resolve();
   private hints: Watch | undefined;
   private spawner: Spawner | undefined;
   private kept: Kept = { stats: new QueueStats(), counts: undefined, usage: null };
@@ -166,11 +171,6 @@ export class ServedQueue {
     this.log = log;
     this.o = o;
     this.server = createRpcServer((command, argument, conn) => this.handle(command, argument, conn));
-  }
-
-  /** Is the queue's state in memory? */
-  get isLoaded(): boolean {
-    return this.state !== undefined;
   }
 
   /** Listen on the queue's socket; undefined once it listens, else why not. */
@@ -221,7 +221,7 @@ export class ServedQueue {
       },
       log,
     );
-    startQueue(s);
+    this.recovered = startQueue(s);
     this.state = s;
     this.idleSince = undefined;
     return s;
@@ -231,7 +231,8 @@ export class ServedQueue {
   putAwayIfIdle(now: number): void {
     const s = this.state;
     if (!s) return;
-    if (this.busy > 0 || !isIdle(s)) {
+    // A queue with a script stays loaded (mustLoad); isIdle covers the schedule and run/.
+    if (this.busy > 0 || s.config.script !== '' || !isIdle(s)) {
       this.idleSince = undefined;
       return;
     }
@@ -279,11 +280,16 @@ export class ServedQueue {
       setTimeout(resolve, timeoutMs).unref();
     });
     await Promise.all([this.spawner?.close(timeoutMs), answered]);
-    if (release) {
-      if (this.state) closeQueue(this.state);
-      this.state = undefined;
-      this.lock.release();
+    if (!release) return;
+    const s = this.state;
+    if (s) {
+      // Let the commits under way end before the lock goes: the next holder must be the only writer.
+      for (const until = Date.now() + COMMITS_WAIT_MS; !(s.committer.idle() && s.locks.idle()) && Date.now() < until; ) await sleep(10);
+      if (!s.committer.idle()) this.log.error(`commits still under way after ${COMMITS_WAIT_MS / 1000} s; closing anyway`);
+      closeQueue(s);
     }
+    this.state = undefined;
+    this.lock.release();
   }
 
   private async handle(command: string, argument: string, conn: RpcConnection): Promise<string> {
@@ -303,6 +309,7 @@ export class ServedQueue {
     }
     this.busy++;
     try {
+      await this.recovered;
       const reply = await runCommand(s, command, argument, conn);
       return Array.isArray(reply) && reply.length === 1 && reply[0] === 'ERROR' ? '[ "ERROR" ]' : JSON.stringify(reply);
     } finally {

@@ -42,7 +42,18 @@ export class Hosts {
 
   /** Open `queue` on a host: resolves once it serves (undefined) or with why it was refused. */
   open(queue: string): Promise<string | undefined> {
-    const host = this.hosts.find((h) => h.queues.size < this.o.perHost && h.child.connected) ?? this.start();
+    const under = this.hostOf(queue);
+    const waiting = under?.opening.get(queue);
+    if (under && waiting) {
+      // An open under way: answer with it.
+      return new Promise((resolve) =>
+        under.opening.set(queue, (refused) => {
+          waiting(refused);
+          resolve(refused);
+        }),
+      );
+    }
+    const host = under ?? this.hosts.find((h) => h.queues.size < this.o.perHost && h.child.connected) ?? this.start();
     host.queues.add(queue);
     return new Promise((resolve) => {
       host.opening.set(queue, resolve);
@@ -98,7 +109,11 @@ export class Hosts {
   }
 
   private onMessage(host: HostProc, m: FromHost): void {
-    if (!host.queues.has(m.queue)) return;
+    if (!host.queues.has(m.queue)) {
+      // Opened for nobody (its serving ended meanwhile): it must not stay served unseen.
+      if (m.t === 'opened') this.send(host, { t: 'close', queue: m.queue });
+      return;
+    }
     switch (m.t) {
       case 'opened':
         host.opening.get(m.queue)?.(undefined);

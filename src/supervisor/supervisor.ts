@@ -31,7 +31,7 @@ import { QueueClient } from '../client/queue-client.js';
 import type { RestartCounts } from '../rpc/mgr-api.js';
 import { createRpcServer, listenOwnerOnly } from '../rpc/server.js';
 import type { Logger } from '../lib/logger.js';
-import { HOST_MAIN, PACKAGE_ROOT, QUEUE_MAIN, QUEUE_NODE_FLAGS, WEB_MAIN } from '../lib/install-root.js';
+import { HOST_MAIN, PACKAGE_ROOT, QUEUE_MAIN, QUEUE_NODE_FLAGS, SERVICE_NODE_FLAGS, WEB_MAIN } from '../lib/install-root.js';
 import { PARENT_PID_VAR } from '../lib/parent-link.js';
 import { parseQueueConfig } from '../domain/queue-config.js';
 import { resolveScript } from '../spawn/runner.js';
@@ -73,6 +73,8 @@ export class Supervisor implements SupervisedQueues {
   private readonly hosts: Hosts;
   /** How each hosted queue's serving ends, by queue (hosts.ts calls `ended` once per open). */
   private readonly hostedEnds = new Map<string, (code: number | null, signal: NodeJS.Signals | null) => void>();
+  /** Restarts under way, by queue. */
+  private readonly restarting = new Map<string, Promise<boolean>>();
   /** New queue directories and a changed config.json, noticed without `reload` (from start-up on). */
   private watch: RootWatch | undefined;
 
@@ -252,7 +254,7 @@ export class Supervisor implements SupervisedQueues {
   private startWeb(): Promise<void> {
     if (this.shuttingDown) return Promise.resolve();
     this.webConfig = readTextOrUndefined(this.o.root.mainConfig);
-    const child = this.spawnChild(WEB_MAIN, [], { component: 'web' });
+    const child = this.spawnChild(WEB_MAIN, [], { component: 'web' }, SERVICE_NODE_FLAGS);
     this.web.child = child;
     const ready = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, 5_000);
@@ -303,13 +305,19 @@ export class Supervisor implements SupervisedQueues {
     return this.shuttingDown;
   }
 
-  /** SIGHUP: reload configs of live queues, stop vanished ones, start new ones. */
+  /**
+   * SIGHUP: reload configs of live queues, stop vanished ones, start new ones. A queue
+   * whose config gained or lost a script of its own is restarted in its new place (a
+   * process of its own, or a host).
+   */
   reload(): void {
     this.hosts.reload();
     for (const p of this.queues.values()) {
       if (!p.child) continue;
-      if (isReadable(queueLayout(this.o.root, p.name).configFile)) p.child.reload();
-      else {
+      if (isReadable(queueLayout(this.o.root, p.name).configFile)) {
+        if (this.isHosted(p.name) !== this.hostedEnds.has(p.name)) void this.restartQueue(p.name);
+        else p.child.reload();
+      } else {
         p.mark = 'SHUTDOWN';
         p.child.stop();
       }
@@ -362,7 +370,19 @@ export class Supervisor implements SupervisedQueues {
     return { queues, web: this.web.restarts };
   }
 
-  async restartQueue(name: string): Promise<boolean> {
+  /**
+   * Stop a queue and serve it again (on a host or by a process of its own, as its config
+   * now says). A restart asked for while one is under way is answered with that one.
+   */
+  restartQueue(name: string): Promise<boolean> {
+    const under = this.restarting.get(name);
+    if (under) return under;
+    const restart = this.restartNow(name).finally(() => this.restarting.delete(name));
+    this.restarting.set(name, restart);
+    return restart;
+  }
+
+  private async restartNow(name: string): Promise<boolean> {
     const p = this.queues.get(name);
     if (!p) return false;
     if (p.child) {

@@ -36,6 +36,8 @@ export interface Gateway {
   mgr: MgrClient;
   /** The queue that serves message routes for `name` (router mode, §7.6). */
   routed(name: string): string;
+  /** Is there a queue `name` (a valid name with a directory)? */
+  queueExists(name: string): boolean;
   /** The layout of an existing queue; a 404 `Queue not found` error otherwise. */
   existing(name: string): QueueLayout;
   /** rq-mgr's pid when `config/queuemgr.pid` names a live rq-mgr; undefined otherwise. */
@@ -52,21 +54,26 @@ export function isBuiltinQueue(name: string): boolean {
 export function createGateway(root: RootLayout): Gateway {
   const routerRules = path.join(root.configDir, RULES_FILE_NAME);
   const mgr = new MgrClient(root);
+  /** The layout of `name` when it is a valid queue name with a directory. */
+  const found = (name: string): QueueLayout | undefined => {
+    if (!isValidQueueName(name)) return undefined;
+    const q = queueLayout(root, name);
+    try {
+      return fs.statSync(q.dir).isDirectory() ? q : undefined;
+    } catch {
+      return undefined;
+    }
+  };
   return {
     root,
     queues: new QueueClient(root, { timeoutMs: 10_000 }),
     mgr,
     routed: (name) => (name !== 'relay' && name !== 'cleaner' && fs.existsSync(routerRules) ? 'rq_router' : name),
+    queueExists: (name) => found(name) !== undefined,
     existing(name) {
-      if (isValidQueueName(name)) {
-        const q = queueLayout(root, name);
-        try {
-          if (fs.statSync(q.dir).isDirectory()) return q;
-        } catch {
-          // fall through to not found
-        }
-      }
-      throw webError('RQ_QUEUE_NOT_FOUND', 'Queue not found');
+      const q = found(name);
+      if (q === undefined) throw webError('RQ_QUEUE_NOT_FOUND', 'Queue not found');
+      return q;
     },
     mgrPid: () => runningPid(root),
     async queueNames() {

@@ -30,7 +30,8 @@
 import type fs from 'node:fs';
 import { watch } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import Convert from 'ansi-to-html';
+import { createRequire } from 'node:module';
+import type Convert from 'ansi-to-html';
 import type { Response } from 'express';
 import { coerceError } from '../domain/errors.js';
 import type { Logger } from '../lib/logger.js';
@@ -208,6 +209,13 @@ function utf8Cut(buf: Buffer, at: number): number {
   return cut;
 }
 
+/** ansi-to-html, loaded at the first live tail (it costs megabytes a web process at rest does without). */
+let converter: typeof Convert | undefined;
+function ansiToHtml(): typeof Convert {
+  converter ??= createRequire(import.meta.url)('ansi-to-html') as typeof Convert;
+  return converter;
+}
+
 /** One viewer: an open fd read from an offset, an fs.watch, its ANSI state; driven by its message's poll. */
 class LiveTail {
   private readonly res: Response;
@@ -215,7 +223,7 @@ class LiveTail {
   private readonly log: Logger;
   /** Gives the viewer's place back to the hub (once, from stop). */
   private readonly release: () => void;
-  private readonly ansi = new Convert(ANSI_OPTIONS);
+  private readonly ansi = new (ansiToHtml())(ANSI_OPTIONS);
   private file: OpenedFile | undefined;
   private watcher: fs.FSWatcher | undefined;
   /** The next byte to read. */

@@ -11,6 +11,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { TestRoot, freePort, pidAlive, useTestRoot, waitFor } from '../helpers/install.js';
+import { addPullQueue, openFilesOf } from '../helpers/hosting.js';
 import { startWeb } from '../helpers/web.js';
 
 const root = useTestRoot();
@@ -19,30 +20,8 @@ beforeEach(() => {
   t = root();
 });
 
-/** A pull queue's config (no script), as a front door or an operator makes it. */
-function addPullQueue(name: string): void {
-  const dir = t.queueDir(name);
-  fs.mkdirSync(dir);
-  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ name, script: '', num_workers: 0 }));
-}
-
 function commandLine(pid: number): string {
   return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-}
-
-/** The files under queues/<queue>/ that process `pid` holds open. */
-function openFilesOf(pid: number, queue: string): string[] {
-  const dir = `${t.queueDir(queue)}/`;
-  const out: string[] = [];
-  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      const target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
-      if (target.startsWith(dir)) out.push(target);
-    } catch {
-      // closed meanwhile
-    }
-  }
-  return out;
 }
 
 async function publish(queue: string, body: string): Promise<string> {
@@ -53,7 +32,7 @@ async function publish(queue: string, body: string): Promise<string> {
 
 describe('queues hosted together', () => {
   it('serves pull queues and the built-in queues from one host process, each on its own socket, and script queues from their own', async () => {
-    for (const q of ['pa', 'pb', 'pc']) addPullQueue(q);
+    for (const q of ['pa', 'pb', 'pc']) addPullQueue(t, q);
     t.addQueue({ name: 'scripted', script: 'done.sh' });
     t.addQueue({ name: 'cleaner', script: path.join(process.cwd(), 'libexec/cleaner_script') });
     await startWeb(t);
@@ -72,29 +51,29 @@ describe('queues hosted together', () => {
   });
 
   it('puts an idle queue away (no file held open) and loads it again on its next command', async () => {
-    addPullQueue('idle');
+    addPullQueue(t, 'idle');
     await startWeb(t, {}, { RQ_UNLOAD_MS: '200' });
     const host = t.pidIn('queues/idle/queue.pid')!;
     const first = await publish('idle', 'one');
     // A waiting message keeps it loaded: its que index journal is open.
-    expect(openFilesOf(host, 'idle')).toContain(path.join(t.queueDir('idle'), 'que.index'));
+    expect(openFilesOf(t, host, 'idle')).toContain(path.join(t.queueDir('idle'), 'que.index'));
     const leased = (await t.rpc('idle', 'lease', { owner: 'w', ttr_ms: 60_000 })) as [string, Array<{ id: string }>];
     expect(leased[1].map((m) => m.id)).toEqual([first]);
     expect(((await t.rpc('idle', 'ack', { ref: first })) as unknown[])[0]).toBe('ok');
-    await waitFor(() => openFilesOf(host, 'idle').length === 0, 10_000, 'the idle queue to be put away');
+    await waitFor(() => openFilesOf(t, host, 'idle').length === 0, 10_000, 'the idle queue to be put away');
     // Put away, it still answers stats with its counts, without loading.
     const stats = (await t.rpc('idle', 'stats', {})) as { pid: number; counts: Record<string, number> };
     expect(stats.pid).toBe(host);
     expect(stats.counts).toMatchObject({ que: 0, run: 0 });
-    expect(openFilesOf(host, 'idle')).toEqual([]);
+    expect(openFilesOf(t, host, 'idle')).toEqual([]);
     // Its next command loads it, recovery included.
     const second = await publish('idle', 'two');
     expect(await t.rpc('idle', 'get_message_state', { msg_id: second })).toEqual(['ok', 'que']);
-    expect(openFilesOf(host, 'idle').length).toBeGreaterThan(0);
+    expect(openFilesOf(t, host, 'idle').length).toBeGreaterThan(0);
   });
 
   it('loses nothing when the host is killed with -9: rq-mgr starts another and every queue answers with its messages', async () => {
-    for (const q of ['ka', 'kb']) addPullQueue(q);
+    for (const q of ['ka', 'kb']) addPullQueue(t, q);
     await startWeb(t);
     const ids = { ka: await publish('ka', 'a'), kb: await publish('kb', 'b') };
     const host = t.pidIn('queues/ka/queue.pid')!;

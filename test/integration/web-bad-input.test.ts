@@ -362,15 +362,17 @@ describe('the cases the issue saw', () => {
     expect(((await ok.json()) as unknown[])[0]).toBe('ok');
   });
 
-  it('adminoper with no action or several is a 400 naming the fields', async () => {
+  it('adminoper with no action, several or an unknown oper is a 400 naming the fields', async () => {
     for (const [fields, got] of [
       [{ back: '/' }, 'none'],
       [{ pause: '1', resume: '1', down: '1', up: '1' }, 'pause, resume, down, up'],
       [{ up: 'x', resume: 'x' }, 'resume, up'],
+      [{ oper: 'nap' }, 'oper=nap'],
+      [{ oper: 'pause', up: '1' }, 'up, oper=pause'],
     ] as const) {
       const res = await web().postForm('/q/walk/adminoper', fields);
       expect(res.status).toBe(400);
-      expect(await res.text()).toBe(`400 - Couldn't  queue. Send exactly one of pause=1, resume=1, down=1, up=1; got ${got}.`);
+      expect(await res.text()).toBe(`400 - Couldn't  queue. Send oper=pause|resume|down|up, or one of pause=1, resume=1, down=1, up=1; got ${got}.`);
     }
     expect(await t().rpc('walk', 'status', '')).toEqual(['UP']);
   });

@@ -256,6 +256,21 @@ export function messageRoutes(ctx: WebContext): Router {
   const messageUrl = (t: { q: string; id: string }): string => urlFor(root, 'q', t.q, t.id);
   const wantsJson = (req: Request): boolean => param(req, 'x_format') === 'json';
 
+  /**
+   * A cron entry's Run Now form names the entry (`schedule_entry`, from 1): refused with
+   * the entry's error while the queue skips it (a bad cron), so no message is made from
+   * an entry that never fires. A queue that does not answer is left to the create.
+   */
+  const refuseSkippedEntry = async (req: Request, q: string): Promise<void> => {
+    const given = param(req, 'schedule_entry');
+    if (given === undefined) return;
+    const probe = await probeQueue(gw, q);
+    if (!probe.up) return;
+    const entry = /^[1-9]\d{0,5}$/.test(given) ? probe.schedule[Number(given) - 1] : undefined;
+    if (entry === undefined) throw webError('RQ_BAD_REQUEST', `Queue ${q} has no schedule entry ${given}`);
+    if (entry.error !== undefined) throw webError('RQ_BAD_REQUEST', `Not run: ${entry.error}. The queue skips this entry until its config.json is fixed.`);
+  };
+
   r.get('/q/:name/new_message', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
     const [overrides, probe] = await Promise.all([readOverrides(path.join(q.dir, 'form.json'), ctx.log), probeQueue(gw, gw.routed(q.name))]);
@@ -266,6 +281,7 @@ export function messageRoutes(ctx: WebContext): Router {
     const { input, html } = messageInput(req);
     normalise(input);
     const q = gw.existing(String(req.params['name'])).name;
+    await refuseSkippedEntry(req, q);
     const method = input['_method'] ?? 'commit';
     const command = typeof method === 'string' ? CREATE_COMMANDS.get(method) : undefined;
     if (command === undefined) throw webError('RQ_BAD_REQUEST', 'Invalid method param');

@@ -31,7 +31,9 @@ import type { ListedMessage, MessageView } from '../../rpc/queue-api.js';
 import type { QueueLayout } from '../../store/layout.js';
 import { readLinkedConfig } from '../../store/config-files.js';
 import type { WebContext } from '../context.js';
+import type { Flash } from '../flash.js';
 import { formatBytes } from '../../lib/bytes.js';
+import { packageVersion } from '../../lib/install-root.js';
 import { retentionText, shown, utcTime } from '../format.js';
 import { PROBE_TIMEOUT_MS, isBuiltinQueue } from '../gateway.js';
 import { checkedParam, param, params } from '../params.js';
@@ -40,6 +42,8 @@ import { probeMgr, probeNamed, probeQueue, probeQueues, type QueueProbe } from '
 import { sendPage } from '../render.js';
 import { dump, refused, webError } from '../web-errors.js';
 
+/** rq's own version, shown on the dashboard apart from the RQ version rq-mgr answers (`/q.json`'s `version`). */
+const RQ_PACKAGE_VERSION = packageVersion();
 /** Messages per page of the queue page. */
 const PAGE_SIZE = 50;
 /** Matches per queue of the dashboard's search form, and shown in all. */
@@ -54,6 +58,23 @@ type AdminAction = (typeof ADMIN_ACTIONS)[number];
 const PAST: Record<AdminAction, string> = { pause: 'paused', resume: 'resumed', down: 'downd', up: 'upd' };
 
 /**
+ * The action of `POST /q/:name/adminoper`: RQ's field (`pause=1`: its presence, exactly
+ * one of the four) or, beyond RQ, `oper=<action>`; anything else is a 400 that names the
+ * fields. (RQ took the first present in its order, all four meaning none, and answered
+ * none with a 500.)
+ */
+function adminAction(given: Record<string, unknown>): AdminAction {
+  const present: string[] = ADMIN_ACTIONS.filter((a) => given[a] !== undefined);
+  const oper = given['oper'];
+  if (oper !== undefined) present.push(`oper=${typeof oper === 'string' ? oper : JSON.stringify(oper)}`);
+  const one = present.length === 1 ? present[0]!.replace(/^oper=/, '') : undefined;
+  const action = ADMIN_ACTIONS.find((a) => a === one);
+  if (action !== undefined) return action;
+  const fields = `oper=${ADMIN_ACTIONS.join('|')}, or one of ${ADMIN_ACTIONS.map((a) => `${a}=1`).join(', ')}`;
+  throw webError('RQ_BAD_REQUEST', `Couldn't  queue. Send ${fields}; got ${present.length === 0 ? 'none' : present.join(', ')}.`);
+}
+
+/**
  * `<root>q/<name>` with the name inserted raw as RQ does (§7.3), except what cannot stand
  * in a URL path: bytes outside RFC 3986's path characters (space, `%`, `"`, `<`, `?`,
  * `#`, non-ASCII, control characters) are percent-encoded so the Location header stays
@@ -66,10 +87,17 @@ function rawQueuePath(root: string, name: string): string {
   return `${root}q/${encoded}`;
 }
 
-/** `:name` of `/q/:name` split at its first `.` (§7.3): `test.json` → test, json. */
-function splitName(raw: string): { name: string; type: string } {
+/**
+ * `:name` of `/q/:name` as a queue and a type (§7.3). A name may have dots (lmstfy's
+ * `test/q` is the queue `test.q`), so `<queue>.json` and `<queue>.txt` of an existing
+ * queue come first, then an existing queue's whole name (its page); anything else is
+ * split at its first `.` as RQ did (`test.json` → test, json).
+ */
+function splitName(raw: string, exists: (name: string) => boolean): { name: string; type: string } {
+  const typed = /^(.+)\.(json|txt)$/.exec(raw);
+  if (typed && exists(typed[1]!)) return { name: typed[1]!, type: typed[2]! };
   const dot = raw.indexOf('.');
-  return dot < 0 ? { name: raw, type: '' } : { name: raw.slice(0, dot), type: raw.slice(dot + 1) };
+  return dot < 0 || exists(raw) ? { name: raw, type: '' } : { name: raw.slice(0, dot), type: raw.slice(dot + 1) };
 }
 
 /**
@@ -183,8 +211,17 @@ export function queueRoutes(ctx: WebContext): Router {
     const queueConfig = normaliseQueueConfig(raw);
     return createRefusal(queueConfig, resolved(queueConfig.script), createPolicy());
   };
-  /** The flash of the create/delete forms (RQ's `<code>` tags dropped: the layout escapes). */
-  const formFlash = (form: unknown, reply: unknown): string => `We got ${JSON.stringify(form)} from form, and ${dump(reply)} from QueueMgr`;
+  /**
+   * The flash after creating or deleting queue `name`: what happened, and rq-mgr's reason
+   * when it refused (RQ showed the form and the reply dumped: `We got {…} from form, and
+   * ["success", "queue created - awesome"] from QueueMgr`). A success keeps the words
+   * `queue created` that RQ's own tests look for on the page.
+   */
+  const formFlash = (name: string, reply: unknown, ok: string, not: string): Flash => {
+    if (isSuccess(reply) || isOk(reply)) return { notice: ok };
+    const reason = Array.isArray(reply) && typeof reply[1] === 'string' ? reply[1] : dump(reply);
+    return { error: `Queue ${name} ${not}: ${reason}` };
+  };
 
   // ─────────────────────────── main page, /q.json, /q.txt ───────────────────────────
 
@@ -203,6 +240,7 @@ export function queueRoutes(ctx: WebContext): Router {
     await sendPage(res, 'main', {
       ...VIEW_HELPERS,
       mgr: { ...mgr, pid: mgrPidOf(res) },
+      version: RQ_PACKAGE_VERSION,
       rows,
       list: listed?.list ?? pageOfQueues([], '', 1),
       listed: listed !== null,
@@ -213,7 +251,8 @@ export function queueRoutes(ctx: WebContext): Router {
 
   r.get('/q.json', async (req: Request, res: Response) => {
     // RQ's reply lists every queue; beyond RQ, `page` or `filter` asks for one page (and says which).
-    const paged = param(req, 'page') !== undefined || param(req, 'filter') !== undefined;
+    const asked = params(req);
+    const paged = asked['page'] !== undefined || asked['filter'] !== undefined;
     const [mgr, listed] = await Promise.all([
       probeMgr(gw, { version: true }),
       paged ? probePage(req) : probeQueues(gw).then((probes) => probes && { list: undefined, probes }),
@@ -258,9 +297,8 @@ export function queueRoutes(ctx: WebContext): Router {
     const refusal = createRefusalOf(queue);
     if (refusal !== undefined) throw webError('RQ_FORBIDDEN', refusal);
     const reply = await gw.mgr.send('create_queue', JSON.stringify(queue));
-    const text = formFlash(queue, reply);
     const name = typeof queue['name'] === 'string' ? queue['name'] : '';
-    respond.redirect(req, res, rawQueuePath(root, name), isSuccess(reply) ? { notice: text } : { error: text });
+    respond.redirect(req, res, rawQueuePath(root, name), formFlash(name, reply, `New queue created: ${name}`, 'not created'));
   });
 
   r.post('/new_queue_link', async (req: Request, res: Response) => {
@@ -281,19 +319,18 @@ export function queueRoutes(ctx: WebContext): Router {
     if (refusal !== undefined) throw webError('RQ_FORBIDDEN', refusal);
     // rq-mgr links the file read here (its real path), not what the path names by then.
     const reply = await gw.mgr.send('create_queue_link', linked.file);
-    const text = formFlash(queue, reply);
-    const name = isPlainObject(linked.raw) ? linked.raw['name'] : undefined;
+    const given = isPlainObject(linked.raw) ? linked.raw['name'] : undefined;
     // A name that is not a string (a bad config) is shown as JavaScript writes it.
     // eslint-disable-next-line @typescript-eslint/no-base-to-string
-    respond.redirect(req, res, rawQueuePath(root, typeof name === 'string' ? name : String(name ?? '')), isSuccess(reply) ? { notice: text } : { error: text });
+    const name = typeof given === 'string' ? given : String(given ?? '');
+    respond.redirect(req, res, rawQueuePath(root, name), formFlash(name, reply, `New queue created: ${name} (from ${jsonPath})`, 'not created'));
   });
 
   r.post('/delete_queue', async (req: Request, res: Response) => {
     const name = param(req, 'queue_name');
     if (name === undefined || name === '') throw webError('RQ_BAD_REQUEST', 'The form must send queue_name');
     const reply = await gw.mgr.send('delete_queue', name);
-    const text = formFlash({ queue_name: name }, reply);
-    respond.redirect(req, res, root, isOk(reply) ? { notice: text } : { error: text });
+    respond.redirect(req, res, root, formFlash(name, reply, `Queue ${name} is being deleted`, 'not deleted'));
   });
 
   // ─────────────────────────── search ───────────────────────────
@@ -404,14 +441,7 @@ export function queueRoutes(ctx: WebContext): Router {
 
   r.post('/q/:name/adminoper', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
-    const given = params(req);
-    const present = ADMIN_ACTIONS.filter((a) => given[a] !== undefined);
-    // RQ took the first present in this order (all four: none) and answered none with a 500.
-    const action = present.length === 1 ? present[0] : undefined;
-    if (action === undefined) {
-      const got = present.length === 0 ? 'none' : present.join(', ');
-      throw webError('RQ_BAD_REQUEST', `Couldn't  queue. Send exactly one of ${ADMIN_ACTIONS.map((a) => `${a}=1`).join(', ')}; got ${got}.`);
-    }
+    const action = adminAction(params(req));
     const reply = await gw.mgr.send(`${action}_queue`, q.name);
     if (isRefusal(reply)) throw refused(`Couldn't ${action} queue.`, reply);
     respond.redirect(req, res, respond.back(req), { notice: `Successfully ${PAST[action]} queue ${q.name}` });
@@ -425,7 +455,7 @@ export function queueRoutes(ctx: WebContext): Router {
   });
 
   r.get('/q/:name', async (req: Request, res: Response) => {
-    const { name, type } = splitName(String(req.params['name']));
+    const { name, type } = splitName(String(req.params['name']), (n) => gw.queueExists(n));
     const q = gw.existing(name);
     if (type === 'txt') await queueText(res, q.name);
     else if (type === 'json') await queueJson(res, q.name);
