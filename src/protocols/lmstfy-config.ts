@@ -18,6 +18,8 @@ export interface LmstfyConfig {
   preset: Map<string, Set<string>>;
   /** Basic auth users of the admin routes, or undefined for none. */
   accounts: Record<string, string> | undefined;
+  /** Log every /api request from the start (lmstfy-access-log.ts). */
+  accessLog: boolean;
 }
 
 const TOKENS_WANT = `an array of non-empty tokens, in the pool "${DEFAULT_POOL}" if one is named`;
@@ -50,6 +52,7 @@ const SECTION = protocolSection(
       {},
     ),
     auth: flag(true),
+    access_log: flag(false),
     accounts: v.optional(
       v.custom<Record<string, string>>(
         (value) => isPlainObject(value) && Object.values(value).every((p) => typeof p === 'string'),
@@ -62,6 +65,6 @@ const SECTION = protocolSection(
 
 /** Check the section's own keys; a bad one is an RQ_CONFIG error naming it. */
 export function parseLmstfySection(raw: Record<string, unknown>): LmstfyConfig {
-  const { tokens, auth, accounts } = parseConfigValue(SECTION, raw, 'protocols.lmstfy');
-  return { auth, preset: new Map(Object.entries(tokens)), accounts };
+  const { tokens, auth, accounts, access_log: accessLog } = parseConfigValue(SECTION, raw, 'protocols.lmstfy');
+  return { auth, preset: new Map(Object.entries(tokens)), accounts, accessLog };
 }

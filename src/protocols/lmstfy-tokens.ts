@@ -92,20 +92,9 @@ export class TokenTable {
   }
 
   private load(): void {
-    let text: string;
-    try {
-      text = fs.readFileSync(this.file, 'utf8');
-    } catch (e) {
-      if (errnoCode(e) === 'ENOENT') return;
-      throw new RqError('RQ_CONFIG', `cannot read ${this.file}: ${(e as Error).message}`, { cause: e });
-    }
     const bad = (what: string): RqError => new RqError('RQ_CONFIG', `Bad lmstfy token file ${this.file}: ${what}`);
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      throw bad('it is not JSON');
-    }
+    const raw = readDoorFile(this.file, bad);
+    if (raw === undefined) return;
     if (!isPlainObject(raw)) throw bad('expected an object {"tokens": {...}, "revoked": {...}}');
     const tokens = raw['tokens'] ?? {};
     const revoked = raw['revoked'] ?? {};
@@ -129,6 +118,25 @@ export class TokenTable {
     const revoked: Record<string, string[]> = {};
     for (const [ns, s] of this.revoked) if (s.size > 0) revoked[ns] = [...s];
     writeFileDurably(this.file, `${JSON.stringify({ tokens, revoked }, null, 2)}\n`, { mode: SECRET_FILE_MODE });
+  }
+}
+
+/**
+ * The JSON value of one of the door's files (tokens, limits), or undefined when there is
+ * none; an unreadable one is an RQ_CONFIG error naming it, and one that is not JSON `bad`'s.
+ */
+export function readDoorFile(file: string, bad: (what: string) => RqError): unknown {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    if (errnoCode(e) === 'ENOENT') return undefined;
+    throw new RqError('RQ_CONFIG', `cannot read ${file}: ${(e as Error).message}`, { cause: e });
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw bad('it is not JSON');
   }
 }
 

@@ -22,6 +22,8 @@ export interface Reply {
   /** Close the connection after the reply (a body left unread). */
   close?: boolean;
   headers?: Record<string, string>;
+  /** A body sent as it is, with its content type, in place of `body`'s JSON (`/metrics`). */
+  raw?: { type: string; text: string };
 }
 
 export const fail = (status: number, error: string): Reply => ({ status, body: { error } });

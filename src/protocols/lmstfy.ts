@@ -17,9 +17,17 @@
  *   namespace with a token is closed to the other front doors too (door-access.ts).
  * - `auth`: false skips the token check (the reference's `-sv` dev mode). @default true
  * - `accounts`: `{"<user>": "<password>"}`, HTTP Basic auth on the admin routes marked †
- *   in §6 (the reference's `Accounts`). @default none: the token routes are off (403),
- *   unless `auth` is false, when they are open. `/version`, `/info` and `/pools` are
- *   always open: they show no token and nothing of any namespace.
+ *   in §6 (the reference's `Accounts`), and on `/metrics` and `GET /accesslog`
+ *   (lmstfy-admin.ts). @default
+ *   none: the token, limiter and access-log switch routes are off (403), unless `auth` is
+ *   false, when they are open. `/version`, `/info` and `/pools` are always open: they
+ *   show no token and nothing of any namespace.
+ * - `access_log`: log every /api request from the start (lmstfy-access-log.ts). @default false
+ *
+ * After the token, §2 step 4: publish and bulk publish take a unit of the token's `write`
+ * limit, consume one of its `read` limit (lmstfy-limits.ts), or get a 429; one that then
+ * fails hands it back. Publish, consume and ack are measured for `/metrics`
+ * (lmstfy-metrics.ts), and every /api request goes to the access log when it is on.
  *
  * Before §2, the browser rules of lib/http-listener.ts: a browser's request that does not
  * call this door by one of the install's host names is a 421, and one from another site's
@@ -27,9 +35,6 @@
  *
  * This file holds the routes and their gate; the /api handlers are lmstfy-api.ts's, the
  * admin routes lmstfy-admin.ts's.
- *
- * Not served: the rate limits (`/token/:ns/:token/limit`, `/limits`, so no `429`),
- * `/metrics` and `/accesslog`; they answer `404 {"error":"api not found"}`.
  */
 import type http from 'node:http';
 import { ulid } from 'ulid';
@@ -38,19 +43,32 @@ import { explain, RqError } from '../domain/errors.js';
 import { browserHostNames } from '../domain/main-config.js';
 import { browserRefusal, createHttpServer } from '../lib/http-listener.js';
 import type { Logger } from '../lib/logger.js';
-import { LmstfyAdmin } from './lmstfy-admin.js';
+import { AccessLog, CLIENT_GONE } from './lmstfy-access-log.js';
+import { LmstfyAdmin, type AdminState } from './lmstfy-admin.js';
 import { LmstfyApi } from './lmstfy-api.js';
 import type { LmstfyConfig } from './lmstfy-config.js';
-import { DEFAULT_POOL, splitPool, type TokenTable } from './lmstfy-tokens.js';
+import { LimitTable, type LimitKind } from './lmstfy-limits.js';
+import { LmstfyMetrics, type Op } from './lmstfy-metrics.js';
+import { DEFAULT_POOL, splitPool } from './lmstfy-tokens.js';
 import { checkConsumeNames, checkNames, ERROR_REPLIES, fail, rqQueue, type Reply } from './lmstfy-wire.js';
 import type { PullClient } from './pull-client.js';
 import type { ProtocolContext } from './context.js';
 
 const NOT_FOUND = fail(404, 'api not found');
 
+/** The limit each limited route takes from (§2 step 4); republish has none. */
+const LIMITED: Partial<Record<Op, LimitKind>> = { publish: 'write', bulk_publish: 'write', consume: 'read' };
+/** The success of a limited request: any other reply hands its unit back. */
+const SUCCESS: Record<LimitKind, number> = { write: 201, read: 200 };
+
 export function lmstfyServer(ctx: ProtocolContext): http.Server {
   const { config, tokens } = ctx.namespaces.lmstfy();
-  const door = new LmstfyDoor(ctx.client, ctx.log, config, tokens);
+  const door = new LmstfyDoor(ctx.client, ctx.log, config, {
+    tokens,
+    limits: new LimitTable(ctx.root.configDir),
+    metrics: new LmstfyMetrics(ctx.root, ctx.client),
+    accessLog: new AccessLog(ctx.log, config.accessLog),
+  });
   const hosts = browserHostNames(ctx.main, ctx.section.addr);
   // The head within 10 s and the whole request within 2 min; a blocking consume is past both.
   const timeouts = { headersTimeoutMs: 10_000, requestTimeoutMs: 120_000 };
@@ -65,62 +83,88 @@ export function lmstfyServer(ctx: ProtocolContext): http.Server {
   }, timeouts);
 }
 
-/** A route: its handler, and whether it skips the token check (§2 "public routes"). */
+/** A route: its handler, whether it skips the token check (§2 "public routes"), and what it is for the limits and the metrics. */
 interface ApiRoute {
   handle: () => Promise<Reply | undefined>;
   isPublic?: boolean;
-  isConsume?: boolean;
+  op?: Op;
 }
 
 class LmstfyDoor {
   private readonly log: Logger;
   private readonly config: LmstfyConfig;
-  private readonly tokens: TokenTable;
+  private readonly state: AdminState;
   private readonly handlers: LmstfyApi;
   private readonly admin: LmstfyAdmin;
 
-  constructor(client: PullClient, log: Logger, config: LmstfyConfig, tokens: TokenTable) {
+  constructor(client: PullClient, log: Logger, config: LmstfyConfig, state: AdminState) {
     this.log = log;
     this.config = config;
-    this.tokens = tokens;
+    this.state = state;
     this.handlers = new LmstfyApi(client);
-    this.admin = new LmstfyAdmin(config, tokens);
+    this.admin = new LmstfyAdmin(config, state);
   }
 
   async serve(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const startedMs = performance.now();
     res.setHeader('X-Request-ID', ulid());
+    const url = new URL(req.url ?? '/', 'http://lmstfy.invalid');
+    const segs = url.pathname.split('/').slice(1).map(decodeSegment);
+    const isApi = segs[0] === 'api';
     let reply: Reply | undefined;
     try {
-      reply = await this.route(req, res);
+      if (isApi) reply = await this.api(req, res, segs.slice(1), url.searchParams, startedMs);
+      else reply = (await this.admin.serve(req, res, segs, url.searchParams)) ?? NOT_FOUND;
     } catch (e) {
       reply = this.errorReply(e, req);
     }
     if (reply) send(res, reply);
-  }
-
-  private async route(req: http.IncomingMessage, res: http.ServerResponse): Promise<Reply | undefined> {
-    const url = new URL(req.url ?? '/', 'http://lmstfy.invalid');
-    const segs = url.pathname.split('/').slice(1).map(decodeSegment);
-    if (segs[0] === 'api') return this.api(req, res, segs.slice(1), url.searchParams);
-    return (await this.admin.serve(req, res, segs, url.searchParams)) ?? NOT_FOUND;
+    if (isApi) this.state.accessLog.record(req, res, url.pathname, segs[1], reply?.status ?? CLIENT_GONE, startedMs);
   }
 
   // ---- /api (§4) ----------------------------------------------------------------
 
-  private async api(req: http.IncomingMessage, res: http.ServerResponse, segs: string[], query: URLSearchParams): Promise<Reply | undefined> {
+  private async api(req: http.IncomingMessage, res: http.ServerResponse, segs: string[], query: URLSearchParams, startedMs: number): Promise<Reply | undefined> {
     const route = this.apiRoute(req, res, segs, query);
     if (!route) return NOT_FOUND;
     const [ns, q] = segs as [string, string];
-    const names = route.isConsume ? checkConsumeNames(ns, q) : checkNames(ns, q);
+    const names = route.op === 'consume' ? checkConsumeNames(ns, q) : checkNames(ns, q);
     if (names) return names;
     const given = headerText(req.headers['x-token']) || (query.get('token') ?? '');
     const { pool, token } = splitPool(given);
     if (pool !== DEFAULT_POOL) return fail(404, 'pool not found');
     if (!route.isPublic && this.config.auth) {
       if (token === '') return fail(401, 'token not found');
-      if (!this.tokens.has(ns, token)) return fail(401, 'invalid token');
+      if (!this.state.tokens.has(ns, token)) return fail(401, 'invalid token');
     }
-    return route.handle();
+    if (route.op === undefined) return route.handle();
+    const reply = await this.limited(req, route.handle, ns, token, LIMITED[route.op]);
+    this.state.metrics.observe(route.op, ns, q, reply, (performance.now() - startedMs) / 1000);
+    return reply;
+  }
+
+  /**
+   * §2 step 4: a 429 when the token's `kind` limit has no unit left in its window, else
+   * the handler's reply; one that is not the route's success hands its unit back.
+   */
+  private async limited(req: http.IncomingMessage, handle: ApiRoute['handle'], ns: string, token: string, kind: LimitKind | undefined): Promise<Reply | undefined> {
+    if (kind === undefined) return this.replyOf(req, handle);
+    const refund = this.state.limits.take(ns, token, kind);
+    if (refund === 'limited') {
+      return { status: 429, body: { msg: `token(${token}) ${kind === 'write' ? 'produce' : 'consume'} reach the limit rate, please retry later` } };
+    }
+    const reply = await this.replyOf(req, handle);
+    if (reply?.status !== SUCCESS[kind]) refund();
+    return reply;
+  }
+
+  /** The handler's reply, its error's reply when it throws. */
+  private async replyOf(req: http.IncomingMessage, handle: ApiRoute['handle']): Promise<Reply | undefined> {
+    try {
+      return await handle();
+    } catch (e) {
+      return this.errorReply(e, req);
+    }
   }
 
   /** The route of a method and path under /api (gin's table in the reference's route.go). */
@@ -130,20 +174,20 @@ class LmstfyDoor {
     const m = req.method;
     const rq = rqQueue(ns, q);
     if (segs.length === 2) {
-      if (m === 'PUT') return { handle: () => this.handlers.publish(req, res, ns, q, query) };
-      if (m === 'GET') return { isConsume: true, handle: () => this.handlers.consume(res, ns, q, query) };
+      if (m === 'PUT') return { op: 'publish', handle: () => this.handlers.publish(req, res, ns, q, query) };
+      if (m === 'GET') return { op: 'consume', handle: () => this.handlers.consume(res, ns, q, query) };
       if (m === 'DELETE') return { handle: () => this.handlers.destroy(rq) };
     } else if (segs.length === 3) {
-      if (a === 'bulk' && m === 'PUT') return { handle: () => this.handlers.bulkPublish(req, res, ns, q, query) };
+      if (a === 'bulk' && m === 'PUT') return { op: 'bulk_publish', handle: () => this.handlers.bulkPublish(req, res, ns, q, query) };
       if (a === 'peek' && m === 'GET') return { handle: () => this.handlers.peekHead(ns, q) };
       if (a === 'size' && m === 'GET') return { isPublic: true, handle: () => this.handlers.size(ns, q) };
       if (a === 'deadletter' && m === 'GET') return { handle: () => this.handlers.deadLetterInfo(ns, q) };
       if (a === 'deadletter' && m === 'PUT') return { handle: () => this.handlers.respawn(rq, query) };
       if (a === 'deadletter' && m === 'DELETE') return { handle: () => this.handlers.deleteDead(rq, query) };
     } else if (segs.length === 4 && b !== undefined) {
-      if (a === 'job' && m === 'PUT') return { handle: () => this.handlers.republish(req, res, ns, q, b, query) };
+      if (a === 'job' && m === 'PUT') return { op: 'republish', handle: () => this.handlers.republish(req, res, ns, q, b, query) };
       if (a === 'job' && m === 'GET') return { handle: () => this.handlers.peekJob(ns, q, b) };
-      if (a === 'job' && m === 'DELETE') return { handle: () => this.handlers.ack(rq, b) };
+      if (a === 'job' && m === 'DELETE') return { op: 'ack', handle: () => this.handlers.ack(rq, b) };
       if (a === 'deadletter' && b === 'size' && m === 'GET') return { isPublic: true, handle: () => this.handlers.deadLetterSize(ns, q) };
     }
     return undefined;
@@ -168,12 +212,12 @@ function send(res: http.ServerResponse, reply: Reply): void {
   if (res.headersSent || res.destroyed) return;
   const headers: Record<string, string | number> = { ...reply.headers };
   if (reply.close) headers['Connection'] = 'close';
-  if (reply.body === undefined || reply.status === 204) {
+  if ((reply.body === undefined && reply.raw === undefined) || reply.status === 204) {
     res.writeHead(reply.status, headers).end();
     return;
   }
-  const text = JSON.stringify(reply.body);
-  headers['Content-Type'] = 'application/json; charset=utf-8';
+  const text = reply.raw?.text ?? JSON.stringify(reply.body);
+  headers['Content-Type'] = reply.raw?.type ?? 'application/json; charset=utf-8';
   headers['Content-Length'] = Buffer.byteLength(text);
   res.writeHead(reply.status, headers).end(text);
 }

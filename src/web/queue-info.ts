@@ -26,8 +26,11 @@ export interface MgrProbe {
   version: string | null;
 }
 
+/** What a probe needs of the gateway (the lmstfy door's `/metrics` gives its own). */
+export type Prober = Pick<Gateway, 'root' | 'queues'>;
+
 /** Ask one queue for its `stats`. */
-export async function probeQueue(gw: Gateway, name: string): Promise<QueueProbe> {
+export async function probeQueue(gw: Prober, name: string): Promise<QueueProbe> {
   const reply = await gw.queues.probe(name, 'stats', {}, PROBE_TIMEOUT_MS);
   if (reply === undefined || isRefusal(reply)) return { name, up: false };
   return { name, up: true, ...reply };
@@ -45,7 +48,7 @@ export async function probeQueues(gw: Gateway): Promise<QueueProbe[] | null> {
  * named, so thousands of queues cost one RPC per process. A queue the reply leaves out, or
  * whose process does not answer it, is asked its own `stats`.
  */
-export async function probeNamed(gw: Gateway, names: readonly string[]): Promise<QueueProbe[]> {
+export async function probeNamed(gw: Prober, names: readonly string[]): Promise<QueueProbe[]> {
   const byPid = new Map<string, string[]>();
   for (const name of names) {
     const pid = readPid(queueLayout(gw.root, name).pidFile);

@@ -152,26 +152,31 @@ describe('lmstfy: transport, names, tokens', () => {
       ['GET', `/api/${NS}/q/bulk`],
       ['POST', `/api/${NS}/q/job/01ARZ3NDEKTSV4RRFFQ69G5FAV`],
       ['GET', `/api/${NS}/q/a/b/c`],
-      ['GET', '/metrics'],
-      ['GET', `/token/${NS}/${TOKEN}/limit`],
-      ['GET', '/limits'],
+      ['POST', '/metrics'],
+      ['PATCH', `/token/${NS}/${TOKEN}/limit`],
+      ['PUT', '/accesslog'],
     ] as const) {
       const r = await api().call(method, p);
       expect({ method, p, status: r.status, body: r.body }).toEqual({ method, p, status: 404, body: { error: 'api not found' } });
     }
   });
 
-  it('keeps the token routes off without accounts, saying how to turn them on; /version, /info and /pools stay open', async () => {
+  it('keeps the token, limiter and access log switch routes off without accounts, saying how to turn them on; /version, /info, /pools, /metrics and GET /accesslog stay open', async () => {
     const off = { status: 403, body: { error: expect.stringMatching(/"accounts".*"auth": false/) } };
     const custom = 'my-own-token-0123456789';
     expect(await api().call('GET', `/token/${NS}`, { token: null })).toMatchObject(off);
     expect(await api().call('POST', `/token/${NS}?description=mine`, { token: null })).toMatchObject(off);
     expect(await api().call('POST', `/token/fresh?description=mine&token=${custom}`, { token: null })).toMatchObject(off);
     expect(await api().call('DELETE', `/token/${NS}/${TOKEN}`, { token: null })).toMatchObject(off);
+    expect(await api().call('POST', `/token/${NS}/${TOKEN}/limit`, { token: null, body: '{"write":1,"interval":60}' })).toMatchObject(off);
+    expect(await api().call('GET', '/limits', { token: null })).toMatchObject(off);
+    expect(await api().call('POST', '/accesslog?status=enable', { token: null })).toMatchObject(off);
     // Nothing changed: the config's token still works, and the custom one was not minted.
     expect(await api().call('GET', `/api/${NS}/q/peek`)).toMatchObject({ status: 404, body: { error: 'job not found' } });
     expect(await api().call('GET', `/api/fresh/q/peek`, { token: custom })).toMatchObject({ status: 401, body: { error: 'invalid token' } });
     for (const p of ['/version', '/info', '/pools']) expect((await api().call('GET', p, { token: null })).status, p).toBe(200);
+    expect(await api().call('GET', '/accesslog', { token: null })).toMatchObject({ status: 200, body: { status: 'disabled' } });
+    expect((await fetch(`${api().base}/metrics`)).status).toBe(200);
   });
 
   it('checks names before the token, in the spec order, with the spec texts', async () => {
