@@ -194,7 +194,8 @@ class LmstfyDoor {
   }
 
   private errorReply(e: unknown, req: http.IncomingMessage): Reply {
-    const where = { method: req.method, url: req.url };
+    // The path only: a query may carry `token=` (the logs are no place for a token).
+    const where = { method: req.method, path: (req.url ?? '').split('?')[0] };
     if (e instanceof RqError) {
       const r = ERROR_REPLIES[e.code];
       if (r.status >= 500) this.log.error({ ...where, code: e.code, err: explain(e) }, 'lmstfy request failed');

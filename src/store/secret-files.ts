@@ -1,6 +1,7 @@
 /**
  * The files that hold passwords and tokens (`config/config.json`: `basic_auth`, the front
- * doors' tokens and passwords; `config/lmstfy_tokens.json`: minted lmstfy tokens) are
+ * doors' tokens and passwords; `config/lmstfy_tokens.json`: minted lmstfy tokens;
+ * `config/lmstfy_limits.json`: the tokens' rate limiters, which name them) are
  * owner-only. Their writers create them with SECRET_FILE_MODE (atomic.ts), and rq-mgr
  * makes existing ones owner-only at start (an install made by an older version wrote
  * them readable by every local user).

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { coerceError, explain } from '../domain/errors.js';
 import { createLogDestination, createLogger } from '../lib/logger.js';
 import { holderName, takeLock } from '../lib/process-lock.js';
+import { LIMITS_FILE } from '../protocols/lmstfy-limits.js';
 import { TOKENS_FILE } from '../protocols/lmstfy-tokens.js';
 import type { RootLayout } from '../store/layout.js';
 import { tightenSecretFiles } from '../store/secret-files.js';
@@ -63,7 +64,7 @@ export async function runSupervisor(root: RootLayout, o: { foreground: boolean }
     exit(1);
   }
   // An install made by an older version left its secrets readable by every local user.
-  for (const t of tightenSecretFiles([root.mainConfig, path.join(root.configDir, TOKENS_FILE)])) {
+  for (const t of tightenSecretFiles([root.mainConfig, path.join(root.configDir, TOKENS_FILE), path.join(root.configDir, LIMITS_FILE)])) {
     const file = path.relative(root.root, t.file);
     if ('error' in t) log.error({ file }, `cannot make ${file} readable by its owner only: ${t.error}`);
     else log.warn({ file, from: octal(t.from), to: octal(t.to) }, `${file} was readable by other users (mode ${octal(t.from)}); its mode is now ${octal(t.to)}`);
