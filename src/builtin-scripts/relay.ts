@@ -1,7 +1,7 @@
 /**
- * The worker of the built-in `relay` queue (spec/rq.md §8), run by `libexec/relay_script`
+ * The worker of the built-in `relay` queue (the README's "Relaying to another host"), run by `libexec/relay_script`
  * once per message, with cwd `job/` of the message. It delivers the message to the rq
- * named by its URL `dest` through that rq's HTTP API (§7.3), in RQ's two phases:
+ * named by its URL `dest` through that rq's HTTP API, in RQ's two phases:
  *
  * 1. prep: `POST <RQ_DEST>/new_message` (form, `x_format=json`) with the keys
  *    `dest src count max_count param1..4 post_run_webhook orig_msg_id` that the message
@@ -25,9 +25,9 @@
  * below that name a remote message to check. Every HTTP request has a timeout; an
  * attachment's grows with its size. When fd 3 is closed (the local queue process died)
  * the line is only logged: the restarted queue process runs the message again. RQ's
- * port-3333 test hook (§8.2 step 5) is left out.
+ * port-3333 test hook is left out.
  *
- * Exactly once, where RQ is at least once (§8.3). RQ starts over with a new remote
+ * Exactly once, where RQ is at least once. RQ starts over with a new remote
  * message whenever the remote answers `cannot find message`, which it also does when an
  * earlier commit went through but its reply was lost: the message is then delivered
  * twice. Here the remote message's state decides instead, whenever a step after prep
@@ -79,9 +79,9 @@ import {
   type Exchange,
 } from './worker-io.js';
 
-/** The backoff base in seconds when `RELAY_BACKOFF_SECS` is unset (§8.3). */
+/** The backoff base in seconds when `RELAY_BACKOFF_SECS` is unset. */
 const DEFAULT_BACKOFF_SECS = 10;
-/** The keys of the message the remote copy gets (§8.2 step 6). */
+/** The keys of the message the remote copy gets. */
 const FORWARDED_KEYS = ['dest', 'src', 'count', 'max_count', 'param1', 'param2', 'param3', 'param4', 'post_run_webhook', 'orig_msg_id'] as const;
 /** Remote states a message reaches only after its commit. */
 const DELIVERED_STATES: ReadonlySet<string> = new Set(['que', 'run', 'done', 'err', 'relayed']);
@@ -116,7 +116,7 @@ interface RemoteId {
   shortId: string;
 }
 
-/** This run's inputs, read once from the environment (§3.2 and the queue's `env_vars`) and `../msg`. */
+/** This run's inputs, read once from the environment (the run's `RQ_*` and the queue's `env_vars`) and `../msg`. */
 interface RelayRun {
   dest: string;
   origMsgId: string;
@@ -132,7 +132,7 @@ interface RelayRun {
 
 const resend = (reason: string): Ending => ({ type: 'resend', reason });
 
-/** RQ's patterns for a full id (§1.7), anchored at the end, so the root keeps `relative_root`; it must be a URL. */
+/** RQ's patterns for a full id (a message URL), anchored at the end, so the root keeps `relative_root`; it must be a URL. */
 function parseRemoteId(full: string): RemoteId | undefined {
   const m = /^(https?:\/\/.*\/)q\/([^/]+)\/([^/]+)$/.exec(full);
   return m && URL.canParse(full) ? { full, root: m[1]!, queue: m[2]!, shortId: m[3]! } : undefined;
@@ -297,7 +297,7 @@ function softFail(run: RelayRun, reason: string): Ending {
   };
 }
 
-/** One run, §8.2: checks, then the phases still to do. */
+/** One run: checks, then the phases still to do. */
 async function relay(run: RelayRun): Promise<Ending> {
   log(`cwd - ${process.cwd()}`);
   if (run.count > MAX_COUNT) {
@@ -324,7 +324,7 @@ function lineOf(run: RelayRun, ending: Ending): string {
   }
 }
 
-/** The worker: relay this message, report how it ended; the exit status is always 0 (§3.5). */
+/** The worker: relay this message, report how it ended; the exit status is always 0 (the line says how it ended). */
 export async function main(): Promise<number> {
   let line: string;
   try {

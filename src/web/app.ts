@@ -29,6 +29,7 @@ import { createResponder } from './respond.js';
 import { fileRoutes } from './routes/files.js';
 import { messageRoutes } from './routes/messages.js';
 import { opsRoutes } from './routes/ops.js';
+import { overviewRoutes } from './routes/overview.js';
 import { queueRoutes } from './routes/queues.js';
 import { bodyOf, reasonOf, statusOf, webError } from './web-errors.js';
 
@@ -92,7 +93,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(multipart());
   app.use(opsRoutes(ctx));
   app.use(requireMgr(gw));
-  app.use(queueRoutes(ctx), fileRoutes(ctx), messageRoutes(ctx));
+  app.use(overviewRoutes(ctx), queueRoutes(ctx), fileRoutes(ctx), messageRoutes(ctx));
 
   app.use((_req: Request, _res: Response, next: NextFunction) => next(webError('RQ_NOT_FOUND', 'no such route')));
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {

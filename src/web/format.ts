@@ -6,6 +6,7 @@
 import type { RetentionLimits } from '../domain/retention.js';
 import { rubyToF } from '../domain/ruby.js';
 import { formatBytes } from '../lib/bytes.js';
+import { localTimestamp } from '../lib/local-time.js';
 
 /** A value as text: strings as they are, undefined as nothing, anything else as JSON. */
 export function shown(value: unknown): string {
@@ -29,3 +30,12 @@ export function retentionText(limits: RetentionLimits): string {
   if (limits.max_bytes !== null) parts.push(formatBytes(limits.max_bytes));
   return parts.length === 0 ? 'no limit' : parts.join(', ');
 }
+
+/** Epoch seconds as a UTC time, or the value as it is when it is not a time. */
+export const formatEpoch = (value: unknown): string => utcTime(value) ?? shown(value === null ? undefined : value);
+
+/** Epoch seconds in the server's local time, the time cron schedules are written in. */
+const localTime = (sec: number | null): string => (sec === null ? '-' : localTimestamp(new Date(sec * 1000)));
+
+/** What the queue views use besides their data. */
+export const VIEW_HELPERS = { show: (v: unknown) => shown(v === null ? undefined : v), formatEpoch, localTime, formatBytes, retentionText };

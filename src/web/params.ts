@@ -250,3 +250,13 @@ export function multipart(): RequestHandler {
     req.pipe(bb);
   };
 }
+
+/** A whole-number parameter (`page`, `limit`) of at least `min`, nine digits at most; absent or empty is `fallback`. */
+export function wholeNumber(min: number, fallback: number) {
+  const want = `a whole number, at least ${min}`;
+  const text = v.pipe(v.string(want), v.regex(/^(\d{1,9})?$/, want), v.check((t) => t === '' || Number(t) >= min, want));
+  return v.optional(v.pipe(text, v.transform((t) => (t === '' ? fallback : Number(t)))), '');
+}
+
+/** The `page` parameter of a paged listing: 1 when absent. */
+export const PAGE_PARAM = wholeNumber(1, 1);

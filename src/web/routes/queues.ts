@@ -1,6 +1,6 @@
 /**
- * Queue-level routes of spec/rq.md §7.3: the main page (the dashboard's queue list),
- * `/q.json` and `/q.txt`, queue creation (form and link) and deletion, the queue page and
+ * Queue-level routes of RQ's HTTP API (the README's "HTTP API"; the list of queues is
+ * overview.ts's): queue creation (form and link) and deletion, the queue page and
  * its `.json` / `.txt` variants, `done.json`, admin operations, restart, the config, and
  * search (RQ's JSON route and the dashboard's free-text form).
  *
@@ -21,7 +21,6 @@ import { Router, type Request, type Response } from 'express';
 import * as v from 'valibot';
 import { isOk } from '../../client/rpc.js';
 import { asRq, isRefusal } from '../../client/refusal.js';
-import { localTimestamp } from '../../lib/local-time.js';
 import { RQ_DIRS, createRefusal, linkRefusal, type CreatePolicy, type Resolved } from '../../domain/create-policy.js';
 import { RqError } from '../../domain/errors.js';
 import { isPlainObject } from '../../domain/message.js';
@@ -32,18 +31,13 @@ import type { QueueLayout } from '../../store/layout.js';
 import { readLinkedConfig } from '../../store/config-files.js';
 import type { WebContext } from '../context.js';
 import type { Flash } from '../flash.js';
-import { formatBytes } from '../../lib/bytes.js';
-import { packageVersion } from '../../lib/install-root.js';
-import { retentionText, shown, utcTime } from '../format.js';
-import { PROBE_TIMEOUT_MS, isBuiltinQueue } from '../gateway.js';
-import { checkedParam, param, params } from '../params.js';
-import { mgrPidOf } from '../pipeline.js';
-import { probeMgr, probeNamed, probeQueue, probeQueues, type QueueProbe } from '../queue-info.js';
+import { VIEW_HELPERS } from '../format.js';
+import { PROBE_TIMEOUT_MS } from '../gateway.js';
+import { PAGE_PARAM, checkedParam, param, params, wholeNumber } from '../params.js';
+import { probeQueue } from '../queue-info.js';
 import { sendPage } from '../render.js';
 import { dump, refused, webError } from '../web-errors.js';
 
-/** rq's own version, shown on the dashboard apart from the RQ version rq-mgr answers (`/q.json`'s `version`). */
-const RQ_PACKAGE_VERSION = packageVersion();
 /** Messages per page of the queue page. */
 const PAGE_SIZE = 50;
 /** Matches per queue of the dashboard's search form, and shown in all. */
@@ -75,7 +69,7 @@ function adminAction(given: Record<string, unknown>): AdminAction {
 }
 
 /**
- * `<root>q/<name>` with the name inserted raw as RQ does (§7.3), except what cannot stand
+ * `<root>q/<name>` with the name inserted raw as RQ does, except what cannot stand
  * in a URL path: bytes outside RFC 3986's path characters (space, `%`, `"`, `<`, `?`,
  * `#`, non-ASCII, control characters) are percent-encoded so the Location header stays
  * valid. `/` and `.` stay raw, so `bad/que/test` and `bad.que.test` land where RQ's did.
@@ -88,7 +82,7 @@ function rawQueuePath(root: string, name: string): string {
 }
 
 /**
- * `:name` of `/q/:name` as a queue and a type (§7.3). A name may have dots (lmstfy's
+ * `:name` of `/q/:name` as a queue and a type. A name may have dots (lmstfy's
  * `test/q` is the queue `test.q`), so `<queue>.json` and `<queue>.txt` of an existing
  * queue come first, then an existing queue's whole name (its page); anything else is
  * split at its first `.` as RQ did (`test.json` → test, json).
@@ -116,38 +110,7 @@ function realPath(file: string): string {
   }
 }
 
-/** A whole-number parameter (`page`, `limit`) of at least `min`, nine digits at most; absent or empty is `fallback`. */
-function wholeNumber(min: number, fallback: number) {
-  const want = `a whole number, at least ${min}`;
-  const text = v.pipe(v.string(want), v.regex(/^(\d{1,9})?$/, want), v.check((t) => t === '' || Number(t) >= min, want));
-  return v.optional(v.pipe(text, v.transform((t) => (t === '' ? fallback : Number(t)))), '');
-}
-
 const LIMIT_PARAM = wholeNumber(0, 10);
-const PAGE_PARAM = wholeNumber(1, 1);
-/** Queues per page of the dashboard, and of `/q.json` when asked for a page or a filter. */
-const QUEUES_PER_PAGE = 100;
-/** The `filter` parameter: text a queue's name contains (case ignored); '' for none. */
-const FILTER_PARAM = v.optional(v.pipe(v.string('text'), v.maxLength(255, 'at most 255 characters')), '');
-
-/** One page of the queues whose names contain `filter`, and where it is among them. */
-interface QueuePage {
-  names: string[];
-  filter: string;
-  page: number;
-  pages: number;
-  /** Queues that match the filter. */
-  total: number;
-}
-
-function pageOfQueues(all: readonly string[], filter: string, requested: number): QueuePage {
-  const needle = filter.toLowerCase();
-  const matching = needle === '' ? all : all.filter((n) => n.toLowerCase().includes(needle));
-  const pages = Math.max(1, Math.ceil(matching.length / QUEUES_PER_PAGE));
-  const page = Math.min(requested, pages);
-  return { names: matching.slice((page - 1) * QUEUES_PER_PAGE, page * QUEUES_PER_PAGE), filter, page, pages, total: matching.length };
-}
-
 /** The `state` parameter: a state, or undefined when absent or empty. */
 const STATE_PARAM = v.optional(v.pipe(v.picklist(['', ...STATES], `one of ${STATES.join(', ')}`), v.transform((s) => (s === '' ? undefined : s))), '');
 
@@ -167,14 +130,6 @@ function prettyConfig(text: string): string {
     return text;
   }
 }
-
-/** Epoch seconds as a UTC time, or the value as it is when it is not a time. */
-const formatEpoch = (value: unknown): string => utcTime(value) ?? shown(value === null ? undefined : value);
-
-/** What the queue views use besides their data. */
-/** Epoch seconds in the server's local time, the time cron schedules are written in. */
-const localTime = (sec: number | null): string => (sec === null ? '-' : localTimestamp(new Date(sec * 1000)));
-const VIEW_HELPERS = { show: (v: unknown) => shown(v === null ? undefined : v), formatEpoch, localTime, formatBytes, retentionText };
 
 /** rq-mgr's reply to `create_queue` and `create_queue_link` when the queue was made. */
 function isSuccess(reply: unknown): boolean {
@@ -222,66 +177,6 @@ export function queueRoutes(ctx: WebContext): Router {
     const reason = Array.isArray(reply) && typeof reply[1] === 'string' ? reply[1] : dump(reply);
     return { error: `Queue ${name} ${not}: ${reason}` };
   };
-
-  // ─────────────────────────── main page, /q.json, /q.txt ───────────────────────────
-
-  /** The page of queues a request asks for (`filter`, `page`), probed; null when rq-mgr does not list its queues. */
-  const probePage = async (req: Request): Promise<{ list: QueuePage; probes: QueueProbe[] } | null> => {
-    const [filter, page] = [checkedParam(req, 'filter', FILTER_PARAM), checkedParam(req, 'page', PAGE_PARAM)];
-    const names = await gw.queueNames();
-    if (names === null) return null;
-    const list = pageOfQueues(names, filter, page);
-    return { list, probes: await probeNamed(gw, list.names) };
-  };
-
-  r.get('/', async (req: Request, res: Response) => {
-    const [mgr, listed] = await Promise.all([probeMgr(gw, { version: true }), probePage(req)]);
-    const rows = (listed?.probes ?? []).map((p) => ({ ...p, builtin: isBuiltinQueue(p.name) }));
-    await sendPage(res, 'main', {
-      ...VIEW_HELPERS,
-      mgr: { ...mgr, pid: mgrPidOf(res) },
-      version: RQ_PACKAGE_VERSION,
-      rows,
-      list: listed?.list ?? pageOfQueues([], '', 1),
-      listed: listed !== null,
-      now: formatEpoch(Date.now() / 1000),
-      allowNewQueue: config.allowNewQueue,
-    });
-  });
-
-  r.get('/q.json', async (req: Request, res: Response) => {
-    // RQ's reply lists every queue; beyond RQ, `page` or `filter` asks for one page (and says which).
-    const asked = params(req);
-    const paged = asked['page'] !== undefined || asked['filter'] !== undefined;
-    const [mgr, listed] = await Promise.all([
-      probeMgr(gw, { version: true }),
-      paged ? probePage(req) : probeQueues(gw).then((probes) => probes && { list: undefined, probes }),
-    ]);
-    const probes = listed?.probes;
-    const list = listed?.list;
-    const row = (p: QueueProbe): Record<string, unknown> => {
-      // Beyond RQ, after RQ's keys: `disk`, the queue's last disk usage measurement (null when none).
-      if (!p.up) return { name: p.name, status: 'DOWN', ping: null, pid: null, uptime: null, counts: {}, disk: null };
-      const c = p.counts;
-      const counts = { prep: c.prep, que: c.que, run: c.run, err: c.err, done: c.done, relayed: c.relayed };
-      return { name: p.name, status: p.status, ping: 'pong', pid: p.pid, uptime: p.uptime, counts, disk: p.disk };
-    };
-    res.json({
-      status: mgr.up ? 'OPERATIONAL' : 'DOWN',
-      ping: mgr.up ? 'pong' : null,
-      pid: mgrPidOf(res),
-      uptime: mgr.uptime,
-      version: mgr.version,
-      time: Math.floor(Date.now() / 1000),
-      queues: (probes ?? []).map(row),
-      ...(list ? { filter: list.filter, page: list.page, pages: list.pages, total: list.total } : {}),
-    });
-  });
-
-  r.get('/q.txt', async (_req: Request, res: Response) => {
-    const names = (await gw.queueNames()) ?? [];
-    res.type('text/plain; charset=utf-8').send([...names].sort().map((n) => `${root}q/${n}.txt`).join('\n'));
-  });
 
   // ─────────────────────────── creating and deleting queues ───────────────────────────
 
@@ -462,7 +357,7 @@ export function queueRoutes(ctx: WebContext): Router {
     else await queuePage(req, res, q);
   });
 
-  /** §7.4 queue text, exactly; `status: DOWN` also when the process does not answer. */
+  /** RQ's queue text, exactly; `status: DOWN` also when the process does not answer. */
   async function queueText(res: Response, name: string): Promise<void> {
     const p = await probeQueue(gw, name);
     res.type('text/plain; charset=utf-8');
@@ -478,7 +373,7 @@ export function queueRoutes(ctx: WebContext): Router {
     );
   }
 
-  /** §7.3 queue JSON: every state's whole list (RQ's API has no paging). */
+  /** RQ's queue JSON: every state's whole list (RQ's API has no paging). */
   async function queueJson(res: Response, name: string): Promise<void> {
     const p = await probeQueue(gw, name);
     if (!p.up) throw webError('RQ_UNAVAILABLE', `Queue ${name} is not answering`);
