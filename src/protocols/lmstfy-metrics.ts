@@ -17,7 +17,7 @@
  *   and `dead` (the dead letter), for the queues this door has published to, consumed
  *   from or acknowledged in since the web process started, as their processes count
  *   them in memory (no directory is listed). A scrape asks the `stats` of those queues
- *   as the web's /metrics does (web/queue-info.ts: one `host_stats` per host process),
+ *   as the web's /metrics does (client/queue-probe.ts: one `host_stats` per host process),
  *   which never loads a queue that is put away; only a queue with jobs waiting or in
  *   flight is then asked its `pull_stats` (PROBES_AT_ONCE at a time), which tells ready
  *   from delayed and dead letters from other errors (and loads the queue, which its jobs
@@ -30,7 +30,7 @@ import { QueueClient } from '../client/queue-client.js';
 import { isRefusal } from '../client/refusal.js';
 import type { PullStats } from '../rpc/queue-api.js';
 import type { RootLayout } from '../store/layout.js';
-import { probeNamed } from '../web/queue-info.js';
+import { probeNamed } from '../client/queue-probe.js';
 import { rqQueue, type Reply } from './lmstfy-wire.js';
 import type { PullClient } from './pull-client.js';
 

@@ -21,8 +21,9 @@ import { queueLayout, type QueueLayout, type RootLayout } from '../store/layout.
 import { runningPid } from '../supervisor/pid-file.js';
 import { webError } from './web-errors.js';
 
-/** How long a probe of rq-mgr or a queue (queue-info.ts) waits for one RPC answer. */
-export const PROBE_TIMEOUT_MS = 2_000;
+import { PROBE_TIMEOUT_MS } from '../client/queue-probe.js';
+
+export { PROBE_TIMEOUT_MS };
 
 export interface Gateway {
   root: RootLayout;

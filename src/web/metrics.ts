@@ -19,7 +19,8 @@ import { STATES } from '../domain/states.js';
 import { bodyBudget } from '../lib/body-budget.js';
 import { workqHeldBytes } from '../protocols/workq/connection.js';
 import { PROBE_TIMEOUT_MS, type Gateway } from './gateway.js';
-import { probeMgr, probeQueues, type LiveQueue, type MgrProbe, type QueueProbe } from './queue-info.js';
+import type { LiveQueue, QueueProbe } from '../client/queue-probe.js';
+import { probeMgr, probeQueues, type MgrProbe } from './queue-info.js';
 
 interface Scrape {
   mgr: MgrProbe;

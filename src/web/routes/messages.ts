@@ -36,7 +36,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { WebContext } from '../context.js';
 import { checkMsgId, locateMessage, messageView } from '../lookups.js';
 import { param, params, removeUploads, uploads } from '../params.js';
-import { probeQueue, type QueueProbe } from '../queue-info.js';
+import { probeQueue, type QueueProbe } from '../../client/queue-probe.js';
 import { sendPage, urlFor } from '../render.js';
 import { dump, noSpace, refused, rqReply, webError } from '../web-errors.js';
 import type { ReplyOf } from '../../rpc/queue-api.js';

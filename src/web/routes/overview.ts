@@ -12,7 +12,8 @@ import { VIEW_HELPERS, formatEpoch } from '../format.js';
 import { isBuiltinQueue } from '../gateway.js';
 import { PAGE_PARAM, checkedParam, params } from '../params.js';
 import { mgrPidOf } from '../pipeline.js';
-import { probeMgr, probeNamed, probeQueues, type QueueProbe } from '../queue-info.js';
+import { probeNamed, type QueueProbe } from '../../client/queue-probe.js';
+import { probeMgr, probeQueues } from '../queue-info.js';
 import { sendPage } from '../render.js';
 
 /** rq's own version, shown on the dashboard apart from the RQ version rq-mgr answers (`/q.json`'s `version`). */

@@ -34,7 +34,7 @@ import type { Flash } from '../flash.js';
 import { VIEW_HELPERS } from '../format.js';
 import { PROBE_TIMEOUT_MS } from '../gateway.js';
 import { PAGE_PARAM, checkedParam, param, params, wholeNumber } from '../params.js';
-import { probeQueue } from '../queue-info.js';
+import { probeQueue } from '../../client/queue-probe.js';
 import { sendPage } from '../render.js';
 import { dump, refused, webError } from '../web-errors.js';
 
