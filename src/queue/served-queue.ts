@@ -31,7 +31,7 @@ import type { DiskUsage, QueueStatus } from '../rpc/queue-api.js';
 import { createRpcServer, listenOwnerOnly, type RpcConnection } from '../rpc/server.js';
 import { Spawner } from '../spawn/spawner.js';
 import { createGroupCommitter } from '../store/group-commit.js';
-import { countHashed, isMessageName } from '../store/hashed-tree.js';
+import { countFlat, countHashed } from '../store/hashed-tree.js';
 import { ensureQueueDirs, queueLayout, type QueueLayout, type RootLayout } from '../store/layout.js';
 import { createMessageStore } from '../store/message-store.js';
 import { statsOf } from './commands/stats.js';
@@ -366,14 +366,5 @@ export class ServedQueue {
       cleaner: this.config.cleaner,
       disk: this.kept.usage,
     };
-  }
-}
-
-/** The messages of a flat state directory. */
-function countFlat(dir: string): number {
-  try {
-    return fs.readdirSync(dir).filter(isMessageName).length;
-  } catch {
-    return 0;
   }
 }

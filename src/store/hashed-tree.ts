@@ -57,6 +57,11 @@ export function* hashedIds(dir: string, offset = 0): Generator<string> {
   }
 }
 
+/** How many messages the flat state directory `dir` holds (none when it is missing). */
+export function countFlat(dir: string): number {
+  return readdirOrEmptySync(dir).filter(isMessageName).length;
+}
+
 /** How many messages the hashed tree `dir` holds. */
 export function countHashed(dir: string): number {
   let n = 0;

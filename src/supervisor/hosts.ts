@@ -79,11 +79,6 @@ export class Hosts {
     await Promise.all(exits);
   }
 
-  /** The pid of the host serving `queue`. */
-  pidOf(queue: string): number | undefined {
-    return this.hostOf(queue)?.child.pid;
-  }
-
   private hostOf(queue: string): HostProc | undefined {
     return this.hosts.find((h) => h.queues.has(queue));
   }
