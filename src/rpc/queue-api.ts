@@ -11,6 +11,7 @@
  * refusal is `delete_attach_message`'s `[false, text]`, RQ's. A command the queue does not
  * know gets `["ERROR"]`, which no client of this map sends.
  */
+import type { BulkOp } from '../domain/bulk-ops.js';
 import type { DiskUsage, StateUsage } from '../domain/disk-usage.js';
 import type { ErrorCode } from '../domain/errors.js';
 import type { Lease, Message, MessageInput } from '../domain/message.js';
@@ -313,6 +314,30 @@ export interface DeadLetter {
   deleted: number;
 }
 
+/** The `bulk` argument: one operation on messages of one state (domain/bulk-ops.ts), at most BULK_BATCH ids. */
+export interface BulkArg {
+  op: BulkOp;
+  /** The state the messages were chosen in: one found elsewhere has moved on, and is skipped. */
+  state: State;
+  ids: string[];
+  /** `move`: the queue that gets the new messages. */
+  dest?: string;
+}
+
+/** What one `bulk` (or `adopt`) call did: ids done, skipped (moved on, or gone), and failed with their reason. */
+export interface BulkResult {
+  done: number;
+  skipped: number;
+  failed: Array<{ id: string; error: string }>;
+}
+
+/** The `adopt` argument: messages of another queue (`from`, all in `state`) to copy into this one, for a bulk move. */
+export interface AdoptArg {
+  from: string;
+  state: State;
+  ids: string[];
+}
+
 /** Every command: its argument (`arg`) and its reply (`reply`), refusals included. */
 export interface QueueApi {
   ping: { arg: NoArg; reply: ['pong'] | Fail };
@@ -355,6 +380,10 @@ export interface QueueApi {
   result_wait: { arg: RefArg & { wait_ms?: number; lease_grace?: boolean }; reply: Ok<PullResult | null> | Fail };
   remove: { arg: RefArg; reply: Ok<{ id: string }> | Fail };
   list: { arg: { which: 'ready' | 'delayed'; offset?: number; limit?: number }; reply: Ok<PulledView[]> | Fail };
+  /** Beyond RQ: one operation on up to BULK_BATCH messages (the dashboard's bulk actions). */
+  bulk: { arg: BulkArg; reply: Ok<BulkResult> | Fail };
+  /** Beyond RQ: a bulk move's other half: copies of another queue's messages made here; `made` maps each source id to its copy's short id. */
+  adopt: { arg: AdoptArg; reply: Ok<{ made: Record<string, string>; failed: BulkResult['failed'] }> | Fail };
 }
 
 export type QueueCommand = keyof QueueApi;

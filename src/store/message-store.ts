@@ -59,8 +59,8 @@ export interface CreateOptions {
   marker?: (msg: Message) => { content: Buffer; claim: (file: string) => void; dir: string } | undefined;
   /** Called with the new id once everything is written, and awaited before the commit (an RPC client's announcement). */
   allocated?: Allocated;
-  /** Attachments of another message of the queue, hard-linked (or copied) in with the message (a clone's). */
-  linkFrom?: { state: State; id: string; names: readonly string[] };
+  /** Attachments of another message (its directory, of this queue or another), hard-linked (or copied) in with the message (a clone's, a moved one's). */
+  linkFrom?: { dir: string; names: readonly string[] };
 }
 
 /** Told a new message's short id before its commit; the commit waits for it. */
@@ -294,7 +294,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
           fds.push(fs.openSync(attach, 'r'));
         }
         if (opts.linkFrom && opts.linkFrom.names.length > 0) {
-          const from = path.join(q.msgDir(opts.linkFrom.state, opts.linkFrom.id), 'attach');
+          const from = path.join(opts.linkFrom.dir, 'attach');
           const attach = path.join(tmpDir, 'attach');
           fs.mkdirSync(attach, { recursive: true });
           for (const name of opts.linkFrom.names) linkOrCopy(path.join(from, name), path.join(attach, name));

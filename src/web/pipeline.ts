@@ -152,6 +152,8 @@ export function basicAuth(config: MainConfig): RequestHandler {
     const given = Buffer.from(decoded.slice(colon + 1));
     const want = colon >= 0 && Object.hasOwn(auth.users, user) ? Buffer.from(auth.users[user]!) : undefined;
     if (want && want.length === given.length && crypto.timingSafeEqual(want, given)) {
+      // Who asked, for the log lines that name them (bulk-jobs.ts).
+      res.locals['user'] = user;
       next();
       return;
     }

@@ -14,7 +14,8 @@ import { find } from '../lookup.js';
 import { forgetErr } from '../pull-messages.js';
 import type { QueueState } from '../state.js';
 
-function remove(s: QueueState, id: string): void {
+/** Remove message `id` from wherever it is (the caller holds its lock). */
+export function deleteOne(s: QueueState, id: string): void {
   const state = find(s, id);
   switch (state) {
     case 'run':
@@ -47,7 +48,7 @@ function remove(s: QueueState, id: string): void {
 export const deleteMessage = command({
   arg: msgIdArg,
   run: async (s, { msg_id }): Promise<['ok', 'msg deleted']> => {
-    await s.locks.exclusive(msg_id, async () => remove(s, msg_id));
+    await s.locks.exclusive(msg_id, async () => deleteOne(s, msg_id));
     return ['ok', 'msg deleted'];
   },
 });

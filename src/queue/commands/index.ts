@@ -1,7 +1,7 @@
 /**
  * The queue process's command table (spec/rq.md §5.2), built from the command files
  * beside this one, each named by its wire name. RQ's commands first, then those beyond
- * RQ: `search` and `stats` for the web, `clean` (housekeeping.ts), and the pull model's
+ * RQ: `search`, `stats`, `bulk` and `adopt` for the web, `clean` (housekeeping.ts), and the pull model's
  * commands for external workers and the protocol front doors. `shutdown` is the queue
  * process's own (queue-main.ts).
  */
@@ -9,7 +9,9 @@ import type { QueueCommand, ReplyOf } from '../../rpc/queue-api.js';
 import type { RpcConnection } from '../../rpc/server.js';
 import type { QueueState } from '../state.js';
 import { ack } from './ack.js';
+import { adopt } from './adopt.js';
 import { attachMessage } from './attach-message.js';
+import { bulk } from './bulk.js';
 import { cancelWait } from './cancel-wait.js';
 import { clean } from './clean.js';
 import { cloneMessage } from './clone-message.js';
@@ -97,4 +99,6 @@ export const COMMANDS = {
   result_wait: resultWait,
   remove,
   list,
+  bulk,
+  adopt,
 } satisfies Serves;

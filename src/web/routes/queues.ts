@@ -25,6 +25,7 @@ import { RQ_DIRS, createRefusal, linkRefusal, type CreatePolicy, type Resolved }
 import { RqError } from '../../domain/errors.js';
 import { isPlainObject } from '../../domain/message.js';
 import { normaliseQueueConfig } from '../../domain/queue-config.js';
+import { bulkOpsFor } from '../../domain/bulk-ops.js';
 import { STATES, type State } from '../../domain/states.js';
 import type { ListedMessage, MessageView } from '../../rpc/queue-api.js';
 import type { QueueLayout } from '../../store/layout.js';
@@ -37,6 +38,7 @@ import { PAGE_PARAM, checkedParam, param, params, wholeNumber } from '../params.
 import { probeQueue } from '../../client/queue-probe.js';
 import { sendPage } from '../render.js';
 import { dump, refused, webError } from '../web-errors.js';
+import { filterOf } from './bulk.js';
 
 /** Messages per page of the queue page. */
 const PAGE_SIZE = 50;
@@ -433,6 +435,7 @@ export function queueRoutes(ctx: WebContext): Router {
       tabs,
       listing,
       pageSize: PAGE_SIZE,
+      bulk: { ops: bulkOpsFor(state), filter: filterOf(params(req)) },
     });
   }
 

@@ -1,8 +1,8 @@
 /*
  * rq dashboard: progressive enhancement of the queue pages (they work without it).
  * - A region with `data-live="<seconds>"` is refreshed in place from the same URL while
- *   its `data-live-toggle` checkbox is on, the tab is visible, and no form in the region
- *   has focus. The server renders everything; this only swaps the region's HTML.
+ *   its `data-live-toggle` checkbox is on, the tab is visible, no form in the region
+ *   has focus, and no row in it is checked for a bulk action. The server renders everything; this only swaps the region's HTML.
  * - A submit button with `data-confirm="<question>"` asks before its form is sent.
  */
 (function () {
@@ -11,6 +11,8 @@
   function refresh(region) {
     var focused = document.activeElement;
     if (document.hidden || (focused && region.contains(focused) && focused.tagName !== 'A')) return Promise.resolve();
+    // Checked rows of a bulk action would be lost.
+    if (region.querySelector('input[name="ids"]:checked')) return Promise.resolve();
     return fetch(window.location.href, { credentials: 'same-origin' })
       .then(function (res) {
         return res.ok ? res.text() : null;
