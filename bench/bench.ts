@@ -40,6 +40,8 @@
  *  8. Many queues on one host (hosting-figures.ts): a fresh install's memory at rest;
  *     2,000 and 10,000 lmstfy queues made by publishing to new names (memory per queue,
  *     the first publish's latency), a stop and start with them, and the overview.
+ *  9. The dashboard's bulk retry (bulk-figures.ts): 10,000 err messages retried, from the
+ *     confirmation's POST to the job's end, against 10,000 bare directory renames.
  *
  * Plan (ARCHITECTURE.md, "Facts measured on these machines"): ext4 here has no journal
  * and creates files much more slowly for minutes after many directories are deleted, so
@@ -71,6 +73,7 @@ import { ensureQueueDirs, queueLayout, rootLayout, type QueueLayout } from '../s
 import { figurePull, freePort, type PullBenchHelpers } from './pull-figures.js';
 import { figureHosting } from './hosting-figures.js';
 import { figureWorkq } from './workq-figures.js';
+import { figureBulk } from './bulk-figures.js';
 
 /** The queue process under test; RQ_BENCH_QUEUE_MAIN may point at another build to compare. */
 const QUEUE_MAIN = process.env['RQ_BENCH_QUEUE_MAIN'] ?? BUILT_QUEUE_MAIN;
@@ -1242,6 +1245,7 @@ async function main(): Promise<void> {
     ['6. workq', () => figureWorkq(pullHelpers)],
     ['7. memory', figureMemory],
     ['8. hosting', () => figureHosting(pullHelpers)],
+    ['9. bulk', () => figureBulk(pullHelpers)],
   ];
   const figures = other === undefined ? allFigures.filter(([name]) => only === undefined || name.startsWith(only)) : [['duel', () => duel(path.resolve(other))] as const];
   try {
