@@ -18,13 +18,14 @@ import { freePort, rqMgr, type PullBenchHelpers } from './pull-figures.js';
 const GOAL_MS = 10_000;
 const QUEUE = 'bulk';
 
-/** `n` messages in `dir`, each a directory with a `msg` as the queue writes it; their ids. */
+/** `n` messages in `dir`, each a directory with a `msg` and a `status` as a failed run leaves them; their ids. */
 function layDown(dir: string, n: number): string[] {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
     const id = `20250101.0000.00.000.${1_000_000 + i}`;
     fs.mkdirSync(path.join(dir, id));
     fs.writeFileSync(path.join(dir, id, 'msg'), JSON.stringify({ msg_id: id, dest: QUEUE, count: 1, max_count: 15, due: 1735689600 }));
+    fs.writeFileSync(path.join(dir, id, 'status'), JSON.stringify({ job_status: 'PROCESS EXITED IMPROPERLY - MOVING TO ERR' }));
     ids.push(id);
   }
   return ids;

@@ -1,7 +1,7 @@
 /**
  * The web process's bulk jobs (the dashboard's bulk actions, routes/bulk.ts): each one
  * operation on a list of messages of one queue, run in the background once confirmed, as
- * the queue's `bulk` command in batches of BULK_BATCH, one batch after another. A job is
+ * the queue's `bulk` command in batches of BULK_BATCH, LANES batches at a time. A job is
  * kept in memory, with its counts (done, skipped, failed, and the first failures'
  * reasons), while it runs and for KEEP_MS after it ends, so its progress page can show
  * it; at most MAX_RUNNING run at once. Each job leaves two lines in the web's log: who
@@ -20,6 +20,8 @@ import { webError } from './web-errors.js';
 export const KEEP_MS = 60 * 60 * 1000;
 /** Jobs running at once, over every queue; one more is refused with a 503. */
 export const MAX_RUNNING = 4;
+/** Batches of one job in flight at once. */
+const LANES = 2;
 /** Failures kept with their reason, per job (the rest are counted only). */
 const KEPT_FAILURES = 20;
 
@@ -102,20 +104,26 @@ export class BulkJobs {
 
   private async run(job: BulkJob): Promise<void> {
     const { queue, op, state, dest, ids, user } = job.spec;
-    for (let at = 0; at < ids.length; at += BULK_BATCH) {
-      const batch = ids.slice(at, at + BULK_BATCH);
-      const reply = await this.gw.queues
-        .send(queue, 'bulk', { op, state, ids: [...batch], ...(dest === undefined ? {} : { dest }) }, { timeoutMs: 120_000 })
-        .catch((e: unknown) => coerceError(e).message);
-      if (typeof reply === 'string' || isRefusal(reply)) {
-        const error = typeof reply === 'string' ? reply : reply[1];
-        this.failed(job, batch.map((id) => ({ id, error })));
-        continue;
+    let next = 0;
+    // Lanes of batches: the queue stages one batch while it commits another.
+    const lane = async (): Promise<void> => {
+      for (let at = next; at < ids.length; at = next) {
+        next += BULK_BATCH;
+        const batch = ids.slice(at, at + BULK_BATCH);
+        const reply = await this.gw.queues
+          .send(queue, 'bulk', { op, state, ids: [...batch], ...(dest === undefined ? {} : { dest }) }, { timeoutMs: 120_000 })
+          .catch((e: unknown) => coerceError(e).message);
+        if (typeof reply === 'string' || isRefusal(reply)) {
+          const error = typeof reply === 'string' ? reply : reply[1];
+          this.failed(job, batch.map((id) => ({ id, error })));
+          continue;
+        }
+        job.done += reply[1].done;
+        job.skipped += reply[1].skipped;
+        this.failed(job, reply[1].failed);
       }
-      job.done += reply[1].done;
-      job.skipped += reply[1].skipped;
-      this.failed(job, reply[1].failed);
-    }
+    };
+    await Promise.all(Array.from({ length: LANES }, lane));
     job.endedAt = Date.now();
     this.log.info(
       { job: job.id, user, queue, op, messages: job.total, done: job.done, skipped: job.skipped, failed: job.failed, ms: job.endedAt - job.startedAt },
