@@ -2,12 +2,14 @@
  * The queue's `bulk` command (the dashboard's bulk actions) over a real queue process's
  * socket: retry, clone, delete and move (to a second queue process, through its `adopt`),
  * a message that moved on meanwhile is skipped and counted, attachments follow, and bad
- * input is refused naming the field.
+ * input is refused naming the field; and through the web behind Basic auth, the log line
+ * naming the user.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { TestRoot, useTestRoot, waitFor } from '../helpers/install.js';
+import { sharedInstall } from '../helpers/web.js';
 
 const root = useTestRoot();
 let t: TestRoot;
@@ -140,5 +142,33 @@ describe('bulk command', () => {
     expect(await refusal({ op: 'move', state: 'err', ids: ['x'], dest: 'q' })).toMatch(/'dest' must name another queue/);
     expect(await refusal({ op: 'move', state: 'err', ids: ['x'] })).toMatch(/'dest' must name another queue/);
     expect(await t.rpc('q', 'ping', '')).toEqual(['pong']);
+  });
+});
+
+describe('a bulk action behind Basic auth', () => {
+  const shared = sharedInstall({
+    config: { basic_auth: { realm: 'ops', users: { ann: 's3cret' } } },
+    setup: (r) => {
+      r.addQueue({ name: 'authq', script: 'done.sh' });
+      fs.writeFileSync(path.join(r.root, 'config/authq.pause'), '');
+    },
+  });
+
+  it('names the Basic auth user in the web log, and ends with the counts', async () => {
+    const auth = { Authorization: `Basic ${Buffer.from('ann:s3cret').toString('base64')}` };
+    const ids = [await shared.t().send('authq', {}), await shared.t().send('authq', {})];
+    const body = new URLSearchParams([['op', 'delete'], ['state', 'que'], ['confirm', '1'], ...ids.map((id) => ['ids', id])]).toString();
+    const res = await shared.web().request('/q/authq/bulk', { method: 'POST', headers: { ...auth, 'Content-Type': 'application/x-www-form-urlencoded' }, body });
+    expect(res.status).toBe(303);
+    const progress = new URL(res.headers.get('location')!).pathname;
+    let job: { finished: boolean; done: number; user: string } = { finished: false, done: 0, user: '' };
+    await waitFor(async () => {
+      job = (await (await shared.web().get(`${progress}.json`, auth)).json()) as typeof job;
+      return job.finished;
+    });
+    expect(job).toMatchObject({ done: 2, user: 'ann' });
+    const log = fs.readFileSync(path.join(shared.t().root, 'log/rq.log'), 'utf8');
+    expect(log).toMatch(/"user":"ann","queue":"authq","op":"delete","state":"que","messages":2,"msg":"bulk action started"/);
+    expect(log).toMatch(/"user":"ann","queue":"authq","op":"delete","messages":2,"done":2,"skipped":0,"failed":0,"ms":\d+,"msg":"bulk action ended"/);
   });
 });
