@@ -4,7 +4,7 @@
  * the progress page following the job to its end; a filtered "all matching" delete; a
  * move to another queue; bad input answered with a 400 naming the field; and the web's
  * log line naming who asked. With RQ_SCREENSHOTS=1 it also writes
- * docs/screenshots/bulk-confirm.png and bulk-progress.png.
+ * docs/screenshots/bulk-rows.png, bulk-confirm.png and bulk-progress.png.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -61,6 +61,7 @@ describe('bulk actions', () => {
     t().reconfigure({ name: 'flaky', script: 'done.sh' });
     await page().goto(`${web().base}/q/flaky?state=err`);
     for (const id of ids.slice(0, 2)) await page().check(`input[name=ids][value="${id}"]`);
+    await docShot('bulk-rows.png');
     await Promise.all([page().waitForURL(/\/q\/flaky\/bulk$/), page().click('#bulk-form button[value=retry]')]);
     expect(await page().textContent('#bulk-count')).toContain('Retry 2 messages');
     // Nothing happens before the confirmation.
