@@ -27,6 +27,7 @@ import { allowedHost, allowedIps, basicAuth, baseHeaders, methodsAndHeaders, pag
 import { PUBLIC_DIR, sendPage } from './render.js';
 import { createResponder } from './respond.js';
 import { fileRoutes } from './routes/files.js';
+import { historyRoutes } from './routes/history.js';
 import { messageRoutes } from './routes/messages.js';
 import { opsRoutes } from './routes/ops.js';
 import { overviewRoutes } from './routes/overview.js';
@@ -63,10 +64,10 @@ function pathDecodeError(err: unknown): RqError | undefined {
 
 /**
  * The paths of RQ's `.json` routes: `/q.json`, `/q/<q>.json`, `/q/<q>/done.json` and
- * `config.json`, `/q/<q>/<id>.json`, `/q/<q>/<id>/state.json`. A log or attachment
- * named `*.json` is a file, not one of them.
+ * `config.json`, `/q/<q>/<id>.json`, `/q/<q>/<id>/state.json`; beyond RQ, `/history.json`
+ * and `/q/<q>/history.json`. A log or attachment named `*.json` is a file, not one of them.
  */
-const JSON_ROUTE = /^\/q(\/[^/]+){0,2}\.json$|^\/q\/[^/]+\/[^/]+\/state\.json$/;
+const JSON_ROUTE = /^\/q(\/[^/]+){0,2}\.json$|^\/q\/[^/]+\/[^/]+\/state\.json$|^\/history\.json$/;
 
 /** How an error is answered (see the file comment). */
 function errorStyle(req: Request): 'json' | 'page' | 'plain' {
@@ -93,7 +94,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(multipart());
   app.use(opsRoutes(ctx));
   app.use(requireMgr(gw));
-  app.use(overviewRoutes(ctx), queueRoutes(ctx), fileRoutes(ctx), messageRoutes(ctx));
+  app.use(overviewRoutes(ctx), queueRoutes(ctx), historyRoutes(ctx), fileRoutes(ctx), messageRoutes(ctx));
 
   app.use((_req: Request, _res: Response, next: NextFunction) => next(webError('RQ_NOT_FOUND', 'no such route')));
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {

@@ -1,0 +1,56 @@
+/*
+ * rq dashboard: the History page's charts (views/history.ejs). The page is a table of the
+ * numbers; this draws four uPlot charts above it from the page's `.json` variant (the
+ * URL in `data-src` of #history-charts): done and err per minute, messages waiting, and
+ * the wait and run times' p50 and p95. Without uPlot (or JavaScript) the table stays.
+ */
+(function () {
+  'use strict';
+
+  var box = document.getElementById('history-charts');
+  var uPlot = window.uPlot;
+  if (!box || !uPlot) return;
+
+  var CHARTS = [
+    { id: 'chart-rate', title: 'done and err per minute', lines: [['done', '#2a7d2a', 'done', true], ['err', '#c0392b', 'err', true]] },
+    { id: 'chart-waiting', title: 'messages waiting (most seen)', lines: [['waiting', '#2c6fbb', 'waiting', false]] },
+    { id: 'chart-wait', title: 'wait time, seconds', lines: [['p50', '#8e44ad', 'wait_p50', false], ['p95', '#d35400', 'wait_p95', false]] },
+    { id: 'chart-run', title: 'run time, seconds', lines: [['p50', '#16a085', 'run_p50', false], ['p95', '#b7950b', 'run_p95', false]] },
+  ];
+
+  function draw(s) {
+    var perMinute = s.step / 60;
+    var xs = s.points.map(function (p) {
+      return p.t;
+    });
+    CHARTS.forEach(function (c) {
+      var el = document.createElement('div');
+      el.id = c.id;
+      el.className = 'history-chart';
+      box.appendChild(el);
+      var width = Math.max(280, el.clientWidth);
+      var data = [xs].concat(
+        c.lines.map(function (l) {
+          return s.points.map(function (p) {
+            var v = p[l[2]];
+            return v === null ? null : l[3] ? v / perMinute : v;
+          });
+        }),
+      );
+      var series = [{}].concat(
+        c.lines.map(function (l) {
+          return { label: l[0], stroke: l[1], width: 2, spanGaps: false };
+        }),
+      );
+      new uPlot({ title: c.title, width: width, height: 180, series: series, scales: { y: { range: [0, null] } } }, data, el);
+    });
+  }
+
+  fetch(box.getAttribute('data-src'), { credentials: 'same-origin', headers: { Accept: 'application/json' } })
+    .then(function (res) {
+      return res.ok ? res.json() : null;
+    })
+    .then(function (s) {
+      if (s) draw(s);
+    });
+})();
