@@ -76,6 +76,7 @@ describe('the history of a queue', () => {
     await t.waitState('ok', await t.send('ok', {}), 'done');
     expect((await history('ok')).summary).toMatchObject({ done: 4 });
 
+    expect(((await (await web.get('/q/ok/history.json')).json()) as Series).summary).toMatchObject({ done: 4 });
     const metrics = await (await web.get('/metrics')).text();
     expect(metrics).toMatch(/^rq_messages_done_total\{queue="ok"\} 4$/m);
     expect(metrics).toMatch(/^rq_messages_err_total\{queue="bad"\} 2$/m);

@@ -23,12 +23,15 @@
     var xs = s.points.map(function (p) {
       return p.t;
     });
-    CHARTS.forEach(function (c) {
+    // Every box first, then each chart at its box's width once they share the rows.
+    var boxes = CHARTS.map(function (c) {
       var el = document.createElement('div');
       el.id = c.id;
       el.className = 'history-chart';
       box.appendChild(el);
-      var width = Math.max(280, el.clientWidth);
+      return el;
+    });
+    CHARTS.forEach(function (c, i) {
       var data = [xs].concat(
         c.lines.map(function (l) {
           return s.points.map(function (p) {
@@ -39,10 +42,22 @@
       );
       var series = [{}].concat(
         c.lines.map(function (l) {
-          return { label: l[0], stroke: l[1], width: 2, spanGaps: false };
+          // A time is there only for periods that had runs: each is a point, joined when they follow.
+          return { label: l[0], stroke: l[1], width: 2, spanGaps: false, points: { show: !l[3] && l[2] !== 'waiting', size: 6 } };
         }),
       );
-      new uPlot({ title: c.title, width: width, height: 180, series: series, scales: { y: { range: [0, null] } } }, data, el);
+      var opts = {
+        title: c.title,
+        width: Math.max(280, boxes[i].clientWidth),
+        height: 180,
+        // The table's times are UTC; so are the charts'.
+        tzDate: function (ts) {
+          return uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC');
+        },
+        series: series,
+        scales: { y: { range: [0, null] } },
+      };
+      new uPlot(opts, data, boxes[i]);
     });
   }
 
