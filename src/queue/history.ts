@@ -165,12 +165,14 @@ export class QueueHistory {
   private load(nowMs: number): void {
     if (this.loaded) return;
     this.loaded = true;
-    this.totals = totalsOf(readAt(this.file, 0, HEADER_BYTES));
+    const header = readAt(this.file, 0, HEADER_BYTES);
+    this.totals = totalsOf(header);
     const minute = Math.floor(nowMs / 60_000);
     this.current = RANGES.map((range) => {
       const start = periodStart(range, minute);
-      const r = recordAt(readAt(this.file, slotOffset(range, start), RECORD_BYTES), 0);
-      return r[0] === start ? r : emptyRecord(start);
+      // No file (most queues of a host, at their first `stats`): one failed open, no more.
+      const r = header.length === 0 ? undefined : recordAt(readAt(this.file, slotOffset(range, start), RECORD_BYTES), 0);
+      return r?.[0] === start ? r : emptyRecord(start);
     });
   }
 }
