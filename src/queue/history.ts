@@ -33,6 +33,7 @@ import {
   emptyPeriods,
   emptyRecord,
   headerBytes,
+  isHistoryHeader,
   historyTotals,
   periodStart,
   recordAt,
@@ -161,19 +162,29 @@ export class QueueHistory {
     return this.current;
   }
 
-  /** Read the file once: the totals, and the current periods' records to count on from. */
+  /**
+   * Read the file once: the totals, and the current periods' records to count on from. A
+   * file that cannot be read is logged and counted afresh (and overwritten at the next
+   * write): the runs that count must never fail for it.
+   */
   private load(nowMs: number): void {
     if (this.loaded) return;
     this.loaded = true;
-    const header = readAt(this.file, 0, HEADER_BYTES);
-    this.totals = totalsOf(header);
+    this.writtenAt = nowMs;
     const minute = Math.floor(nowMs / 60_000);
-    this.current = RANGES.map((range) => {
-      const start = periodStart(range, minute);
-      // No file (most queues of a host, at their first `stats`): one failed open, no more.
-      const r = header.length === 0 ? undefined : recordAt(readAt(this.file, slotOffset(range, start), RECORD_BYTES), 0);
-      return r?.[0] === start ? r : emptyRecord(start);
-    });
+    this.current = RANGES.map((range) => emptyRecord(periodStart(range, minute)));
+    try {
+      const header = readAt(this.file, 0, HEADER_BYTES);
+      // No file (most queues of a host, at their first `stats`: one failed open, no more), or not one of ours.
+      if (!isHistoryHeader(header)) return;
+      this.totals = totalsOf(header);
+      this.current = this.current.map((empty, i) => {
+        const r = recordAt(readAt(this.file, slotOffset(RANGES[i]!, empty[0]!), RECORD_BYTES), 0);
+        return r[0] === empty[0] ? r : empty;
+      });
+    } catch (e) {
+      this.log.warn({ file: this.file, err: coerceError(e).message }, 'cannot read the queue history; counting from zero');
+    }
   }
 }
 
