@@ -148,12 +148,25 @@ export function emptyPeriods(range: HistoryRange, nowMs: number): HistoryRecord[
   return Array.from({ length: slots }, (_, i) => emptyRecord(last - (slots - 1 - i) * minutes));
 }
 
+/** Does this machine store a uint32 little-endian, as the file does? (Then a ring is read as it lies.) */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+/** A ring's bytes as uint32 words: a view of them where the machine and the alignment allow, else decoded. */
+function wordsOf(ring: Buffer): Uint32Array {
+  const n = ring.length >> 2;
+  if (LITTLE_ENDIAN && ring.byteOffset % 4 === 0) return new Uint32Array(ring.buffer, ring.byteOffset, n);
+  const words = new Uint32Array(n);
+  for (let i = 0; i < n; i++) words[i] = ring.readUInt32LE(i * 4);
+  return words;
+}
+
 /** Add a ring's bytes (the whole ring of `range`, from its first slot) into the periods it still holds. */
 export function addRing(periods: HistoryRecord[], range: HistoryRange, ring: Buffer): void {
   const base = RINGS[range].offset;
+  const words = wordsOf(ring);
   for (const p of periods) {
-    const r = recordAt(ring, slotOffset(range, p[0]!) - base);
-    if (r[0] === p[0]) addRecord(p, r);
+    const at = (slotOffset(range, p[0]!) - base) >> 2;
+    if (at + RECORD_LENGTH <= words.length && words[at] === p[0]) addRecord(p, words.subarray(at, at + RECORD_LENGTH));
   }
 }
 
