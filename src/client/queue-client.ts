@@ -77,13 +77,13 @@ export interface QueueClientOptions {
  * leased until its TTR, as any lease whose worker went away.
  */
 const REPEATABLE: ReadonlySet<QueueCommand> = new Set<QueueCommand>([
-  ...['ping', 'uptime', 'status', 'config', 'num_messages', 'messages', 'search', 'stats'] as const,
+  ...['ping', 'uptime', 'status', 'config', 'num_messages', 'messages', 'search', 'stats', 'history'] as const,
   ...['get_message', 'get_message_state', 'get_message_status'] as const,
   ...['lease', 'cancel_wait', 'peek', 'list', 'pull_stats', 'result_wait', 'set', 'touch'] as const,
 ]);
 /** The commands whose reply is a bare array (not `["ok", value]`), and those whose reply is an object. */
 const ARRAY_REPLIES: ReadonlySet<QueueCommand> = new Set<QueueCommand>(['ping', 'uptime', 'status', 'messages']);
-const OBJECT_REPLIES: ReadonlySet<QueueCommand> = new Set<QueueCommand>(['num_messages', 'stats', 'host_stats']);
+const OBJECT_REPLIES: ReadonlySet<QueueCommand> = new Set<QueueCommand>(['num_messages', 'stats', 'host_stats', 'history']);
 
 /** Has `reply` the shape the map gives `command` (a refusal, or its answer's outer shape)? */
 function isReplyOf<K extends QueueCommand>(command: K, reply: unknown): reply is ReplyOf<K> {

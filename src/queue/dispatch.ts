@@ -17,6 +17,7 @@ import { decideOutcome } from '../spawn/outcome.js';
 import { commandArgv, isRunnable, isSameWorker, killGroup, resolveScript, type RunningWorker } from '../spawn/runner.js';
 import { entryFromMessage, type QueEntry } from '../store/que-index.js';
 import { finishRun, noteNoSpace, releaseHeld, spaceAgain } from './finish-run.js';
+import { waitedMs } from './history.js';
 import { refreshFlags } from './flags.js';
 import { paramKey } from './que-list.js';
 import { onLine } from './reports.js';
@@ -90,6 +91,7 @@ function startRun(s: QueueState, entry: QueEntry): void {
     void finishRun(s, unreadable, { state: 'err', status: 'UNREADABLE MESSAGE - MOVING TO ERR' });
     return;
   }
+  s.stats.runStarted(waitedMs(entry));
   const dups = s.que.duplicatesOf(entry);
   if (dups.length > 0) {
     for (const d of dups) {

@@ -168,6 +168,11 @@ export function counted(s: QueueState, to: 'done' | 'err', id: string): void {
   s.stats.messageFinished(to);
 }
 
+/** A message was acked or finished from `state`: a lease's time (in run) is a run's. */
+export function leaseEnded(s: QueueState, state: State, msg: Message): void {
+  if (state === 'run' && msg.lease) s.stats.runEnded((Date.now() - msg.lease.at) / 1000);
+}
+
 /** Forget a message in memory as it leaves `state` (the store has moved it). */
 export function left(s: QueueState, state: State, id: string): void {
   s.pull.expiries.delete(id);

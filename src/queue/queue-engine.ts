@@ -237,4 +237,5 @@ function onTick(s: QueueState): void {
   checkOrphans(s);
   pump(s);
   compactIfLong(s);
+  s.stats.history?.tick(s.que.size);
 }

@@ -4,9 +4,12 @@
  * runs whose worker could not be started, a histogram of run durations (cumulative
  * buckets, Prometheus style), and the completions of the trailing minute. Memory is fixed
  * however busy the queue is: the trailing minute is a ring of per-second slots, not a
- * list of timestamps.
+ * list of timestamps. What lasts beyond the process (by minute, and the totals) goes on to
+ * the queue's history (history.ts), when it has one.
  */
+import { TOTALS_LENGTH, historyTotals, type HistoryTotals } from '../domain/history-layout.js';
 import type { StatsCounters } from '../rpc/queue-api.js';
+import type { QueueHistory } from './history.js';
 
 /** Upper bounds (seconds) of the run-duration buckets; `+Inf` is implied. */
 const RUN_SECONDS_BOUNDS = [0.1, 0.5, 1, 5, 30, 120, 600] as const;
@@ -49,6 +52,13 @@ export class QueueStats {
   /** Messages removed by their time-to-live before they finished (the pull model's `evicted`). */
   evicted = 0;
 
+  /** Where the counts that last go (none in the unit tests). */
+  readonly history: QueueHistory | undefined;
+
+  constructor(history?: QueueHistory) {
+    this.history = history;
+  }
+
   messageCreated(): void {
     this.created++;
   }
@@ -58,6 +68,12 @@ export class QueueStats {
     this.reached[state]++;
     if (state === 'done') this.doneWindow.add(nowMs);
     if (state === 'err') this.errWindow.add(nowMs);
+    if (state !== 'relayed') this.history?.finished(state, nowMs);
+  }
+
+  /** A run started (a worker, or a lease) `waitMs` after its message was ready. */
+  runStarted(waitMs: number): void {
+    this.history?.started(waitMs);
   }
 
   /** A run whose worker could not be started (spawn error, or the script not runnable). */
@@ -65,13 +81,19 @@ export class QueueStats {
     this.spawnFailures++;
   }
 
-  /** A worker ran for `seconds`, from its spawn to its exit. */
+  /** A worker ran for `seconds`, from its spawn to its exit (or a lease, to its ack or finish). */
   runEnded(seconds: number): void {
+    this.history?.ran(seconds);
     this.runSum += seconds;
     this.runCount++;
     RUN_SECONDS_BOUNDS.forEach((bound, i) => {
       if (seconds <= bound) this.runBuckets[i]!++;
     });
+  }
+
+  /** The totals kept across restarts (none without a history). */
+  totals(): HistoryTotals {
+    return this.history?.totalsNow() ?? historyTotals(new Float64Array(TOTALS_LENGTH));
   }
 
   snapshot(nowMs = Date.now()): StatsCounters {

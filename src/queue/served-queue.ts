@@ -8,7 +8,8 @@
  *
  * Load on demand: a queue that is not resident is held unloaded (its lock, its socket and
  * its config; no memory of its messages) until a command needs it. `ping`, `status`,
- * `stats` and `host_stats` are answered unloaded, with the counts kept when it was put
+ * `stats`, `host_stats` and `history` are answered unloaded (its history written out when
+ * it was put away), with the counts kept when it was put
  * away (or counted once); any other command loads it first, which is a start-up like any
  * other (store/recover.ts). A loaded queue that has been idle (queue-engine.ts isIdle) for
  * `unloadAfterMs` is put away again. Which queues are loaded as soon as they are opened,
@@ -35,6 +36,8 @@ import { countFlat, countHashed } from '../store/hashed-tree.js';
 import { ensureQueueDirs, queueLayout, type QueueLayout, type RootLayout } from '../store/layout.js';
 import { createMessageStore } from '../store/message-store.js';
 import { statsOf } from './commands/stats.js';
+import { historyReply } from './commands/history.js';
+import { QueueHistory } from './history.js';
 import { watchQue, type Watch } from './hints.js';
 import { noticeQueName } from './que-memory.js';
 import { closeQueue, createQueue, isIdle, reloadConfig, startQueue, stopQueue } from './queue-engine.js';
@@ -157,7 +160,7 @@ export class ServedQueue {
   private recovered: Promise<void> = Promise.resolve();
   private hints: Watch | undefined;
   private spawner: Spawner | undefined;
-  private kept: Kept = { stats: new QueueStats(), counts: undefined, usage: null };
+  private kept: Kept;
   /** Commands under way. */
   private busy = 0;
   /** Since when the loaded queue has been seen idle (undefined: it was not, at the last look). */
@@ -170,6 +173,7 @@ export class ServedQueue {
     this.lock = lock;
     this.log = log;
     this.o = o;
+    this.kept = { stats: new QueueStats(new QueueHistory(layout.dir, log)), counts: undefined, usage: null };
     this.server = createRpcServer((command, argument, conn) => this.handle(command, argument, conn));
   }
 
@@ -239,6 +243,7 @@ export class ServedQueue {
     this.idleSince ??= now;
     if (now - this.idleSince < this.o.unloadAfterMs) return;
     this.kept = { stats: s.stats, counts: numMessages(s), usage: s.housekeeping.usage };
+    s.stats.history?.flush();
     closeQueue(s);
     this.hints?.close();
     void this.spawner?.close(0);
@@ -275,6 +280,7 @@ export class ServedQueue {
     if (release) this.hints?.close();
     else this.lock.markExiting();
     if (this.state) stopQueue(this.state);
+    this.kept.stats.history?.flush();
     const answered = new Promise<void>((resolve) => {
       this.server.close(() => resolve());
       setTimeout(resolve, timeoutMs).unref();
@@ -326,6 +332,10 @@ export class ServedQueue {
         return [readAdminFlags(this.layout)];
       case 'stats':
         return this.coldStats();
+      case 'history': {
+        const arg = checkedArg(COMMANDS.history, argument);
+        return Array.isArray(arg) ? arg : historyReply(this.kept.stats, arg);
+      }
       case 'host_stats': {
         const arg = checkedArg(COMMANDS.host_stats, argument);
         return Array.isArray(arg) ? arg : this.hostStats(arg.queues);
@@ -363,6 +373,7 @@ export class ServedQueue {
       counts: { ...counts },
       schedule: [],
       ...this.kept.stats.snapshot(),
+      totals: this.kept.stats.totals(),
       cleaner: this.config.cleaner,
       disk: this.kept.usage,
     };

@@ -9,6 +9,7 @@ import { coerceError } from '../domain/errors.js';
 import type { Lease, Message } from '../domain/message.js';
 import type { RpcConnection } from '../rpc/server.js';
 import type { QueEntry } from '../store/que-index.js';
+import { waitedMs } from './history.js';
 import { addLeased, counted, view } from './pull-messages.js';
 import type { PullResult, PulledView } from '../rpc/queue-api.js';
 import { isUp, type Lessee, type QueueState, type Waiter } from './state.js';
@@ -142,6 +143,7 @@ async function leaseOne(s: QueueState, entry: QueEntry, { owner, ttrMs, defaultT
     throw e;
   }
   armTtr(s, entry.id, lease.until);
+  s.stats.runStarted(waitedMs(entry, now));
   const shown = view(s, 'run', msg);
   // A lease that ends as it starts (TTR 0, RQMS time <= 0) is back in que before the answer, so the next lease sees it.
   if (lease.until !== null && lease.until <= Date.now()) await endLease(s, entry.id, 'expired');

@@ -14,6 +14,7 @@
 import type { BulkOp } from '../domain/bulk-ops.js';
 import type { DiskUsage, StateUsage } from '../domain/disk-usage.js';
 import type { ErrorCode } from '../domain/errors.js';
+import type { HistoryRange, HistorySeries, HistoryTotals } from '../domain/history-layout.js';
 import type { Lease, Message, MessageInput } from '../domain/message.js';
 import type { QueueConfig, ScheduleEntry } from '../domain/queue-config.js';
 import type { CleanOverride, CleanedState, CleanerConfig, RetentionLimits } from '../domain/retention.js';
@@ -131,6 +132,8 @@ export interface QueueStatus extends StatsCounters {
   cleaner: CleanerConfig;
   /** The last disk usage measured; null before the first. */
   disk: DiskUsage | null;
+  /** done, err, and the wait and run times, since the queue's history began (across restarts: queue/history.ts). */
+  totals: HistoryTotals;
 }
 
 /** The `clean` reply: what a clean removed so far, per state, under which limits. */
@@ -348,6 +351,7 @@ export interface QueueApi {
   messages: { arg: MessagesArg; reply: ListedMessage[] | Fail };
   search: { arg: SearchArg; reply: Ok<SearchResult> | Fail };
   stats: { arg: NoArg; reply: QueueStatus | Fail };
+  history: { arg: { range?: HistoryRange }; reply: HistorySeries | Fail };
   /** Beyond RQ: the `stats` of every queue the same process serves, by name. */
   host_stats: { arg: { queues?: string[] }; reply: Record<string, QueueStatus> | Fail };
   clean: { arg: CleanOverride; reply: Ok<CleanReport> | Fail };

@@ -28,6 +28,7 @@ import { PUBLIC_DIR, sendPage } from './render.js';
 import { createResponder } from './respond.js';
 import { bulkRoutes } from './routes/bulk.js';
 import { fileRoutes } from './routes/files.js';
+import { historyRoutes } from './routes/history.js';
 import { messageRoutes } from './routes/messages.js';
 import { opsRoutes } from './routes/ops.js';
 import { overviewRoutes } from './routes/overview.js';
@@ -64,10 +65,11 @@ function pathDecodeError(err: unknown): RqError | undefined {
 
 /**
  * The paths of RQ's `.json` routes: `/q.json`, `/q/<q>.json`, `/q/<q>/done.json` and
- * `config.json`, `/q/<q>/<id>.json`, `/q/<q>/<id>/state.json`, and a bulk action's
- * `/q/<q>/bulk/<job>.json`. A log or attachment named `*.json` is a file, not one of them.
+ * `config.json`, `/q/<q>/<id>.json`, `/q/<q>/<id>/state.json`; beyond RQ, a bulk action's
+ * `/q/<q>/bulk/<job>.json`, `/history.json` and `/q/<q>/history.json`. A log or attachment
+ * named `*.json` is a file, not one of them.
  */
-const JSON_ROUTE = /^\/q(\/[^/]+){0,2}\.json$|^\/q\/[^/]+\/([^/]+\/state|bulk\/[^/]+)\.json$/;
+const JSON_ROUTE = /^\/q(\/[^/]+){0,2}\.json$|^\/q\/[^/]+\/([^/]+\/state|bulk\/[^/]+)\.json$|^\/history\.json$/;
 
 /** How an error is answered (see the file comment). */
 function errorStyle(req: Request): 'json' | 'page' | 'plain' {
@@ -94,7 +96,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(multipart());
   app.use(opsRoutes(ctx));
   app.use(requireMgr(gw));
-  app.use(overviewRoutes(ctx), queueRoutes(ctx), bulkRoutes(ctx), fileRoutes(ctx), messageRoutes(ctx));
+  app.use(overviewRoutes(ctx), queueRoutes(ctx), bulkRoutes(ctx), historyRoutes(ctx), fileRoutes(ctx), messageRoutes(ctx));
 
   app.use((_req: Request, _res: Response, next: NextFunction) => next(webError('RQ_NOT_FOUND', 'no such route')));
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {

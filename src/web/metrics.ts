@@ -4,10 +4,11 @@
  * asks rq-mgr and every queue (one `host_stats` RPC per host process, one `stats` per queue
  * process of its own: queue-info.ts), in parallel with a short timeout, and the metrics'
  * collect() functions copy those answers. One scrape makes one round of questions, however
- * many metrics read it. The counters and the run-duration histogram are the queues'
- * `stats` (cumulative since the queue began to be served by its process), so they reset
- * to 0 when that process restarts, which Prometheus's rate() and increase() treat as a
- * counter reset. `rq_queue_restarts_total` comes from rq-mgr and resets when rq-mgr
+ * many metrics read it. Most counters are the queues' `stats` (cumulative since the
+ * queue began to be served by its process), so they reset to 0 when that process
+ * restarts, which Prometheus's rate() and increase() treat as a counter reset; done, err
+ * and the wait and run histograms are the queues' `totals`, kept in their history files
+ * across restarts (queue/history.ts). `rq_queue_restarts_total` comes from rq-mgr and resets when rq-mgr
  * restarts. The web process's own default metrics (process_*, nodejs_*) come from
  * prom-client, its body budget's (rq_web_request_body_*) from lib/body-budget.ts, and what
  * its Workq connections hold (rq_workq_held_bytes) from protocols/workq/connection.ts.
@@ -125,10 +126,10 @@ export function createMetrics(gw: Gateway): Registry {
       }
     },
   });
-  const counter = (name: string, help: string, value: (q: LiveQueue) => number): void => {
+  const counter = (name: string, help: string, value: (q: LiveQueue) => number, since = 'Since the queue process started: resets when it restarts.'): void => {
     new Counter({
       name,
-      help: `${help} Since the queue process started: resets when it restarts.`,
+      help: `${help} ${since}`,
       labelNames: ['queue'],
       registers,
       async collect() {
@@ -138,8 +139,9 @@ export function createMetrics(gw: Gateway): Registry {
     });
   };
   counter('rq_messages_created_total', 'Messages created.', (q) => q.created);
-  counter('rq_messages_done_total', 'Messages that reached done.', (q) => q.done);
-  counter('rq_messages_err_total', 'Messages that reached err.', (q) => q.err);
+  const kept = "Since the queue's history began: kept across restarts.";
+  counter('rq_messages_done_total', 'Messages that reached done.', (q) => q.totals.done, kept);
+  counter('rq_messages_err_total', 'Messages that reached err.', (q) => q.totals.err, kept);
   counter('rq_messages_relayed_total', 'Messages that reached relayed.', (q) => q.relayed);
   counter('rq_worker_spawn_failures_total', 'Runs whose worker could not be started.', (q) => q.spawn_failures);
   new Counter({
@@ -198,8 +200,14 @@ export function createMetrics(gw: Gateway): Registry {
   givenHistogram(
     registry,
     'rq_run_duration_seconds',
-    'Run time of workers, from spawn to exit. Since the queue process started: resets when it restarts.',
-    async () => up(await current()).map((q) => ({ queue: q.name, ...q.run_seconds })),
+    `Run time of workers, from spawn to exit (of leases, to ack or finish). ${kept}`,
+    async () => up(await current()).map((q) => ({ queue: q.name, ...q.totals.run_seconds })),
+  );
+  givenHistogram(
+    registry,
+    'rq_wait_duration_seconds',
+    `Wait of messages, from ready (made, or due) to their run's start or lease. ${kept}`,
+    async () => up(await current()).map((q) => ({ queue: q.name, ...q.totals.wait_seconds })),
   );
   return registry;
 }

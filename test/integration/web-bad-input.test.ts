@@ -80,7 +80,7 @@ function appRoutes(): Array<{ method: string; path: string }> {
 
 /** The good value of each path parameter (the walk changes one at a time). */
 function goodParams(): Record<string, string> {
-  return { name: 'walk', msg_id: waiting, log_name: 'stdio.log', attach_name: 'a.txt', attachment_name: 'a.txt' };
+  return { name: 'walk', msg_id: waiting, log_name: 'stdio.log', attach_name: 'a.txt', attachment_name: 'a.txt', file: 'uPlot.min.css' };
 }
 
 /**
@@ -100,6 +100,8 @@ const BAD_QUERIES = [
   'limit[a]=1',
   'state=nope',
   'state[]=que',
+  'range=year',
+  'range[]=hour',
   'query=x',
   'query[a][]=b',
   'name[]=walk',

@@ -12,7 +12,7 @@ import { RqError } from '../../domain/errors.js';
 import { anyValue, args, optNumber, optString, ref } from '../args.js';
 import { command } from '../command.js';
 import { stateOf } from '../lookup.js';
-import { counted, current, forgetExtId, left, resolveRef } from '../pull-messages.js';
+import { counted, current, forgetExtId, leaseEnded, left, resolveRef } from '../pull-messages.js';
 
 export const ack = command({
   needsPull: true,
@@ -39,6 +39,7 @@ export const ack = command({
       // msg is moved as it is: a leased one keeps its last lease as history, and no file is rewritten.
       await s.store.move(id, state, 'done', { status: a.status ?? 'acknowledged' });
       left(s, state, id);
+      leaseEnded(s, state, msg);
       counted(s, 'done', id);
       if (msg.ext_scope !== 'server') forgetExtId(s, 'done', msg);
       return ['ok', { id }];

@@ -15,7 +15,7 @@ import type { State } from '../../domain/states.js';
 import { args, optBase64, optBoolean, optString, ref, required } from '../args.js';
 import { command } from '../command.js';
 import { stateOf } from '../lookup.js';
-import { counted, finished, forgetExtId, isSpent, left, live, requeue, resolveRef } from '../pull-messages.js';
+import { counted, finished, forgetExtId, isSpent, leaseEnded, left, live, requeue, resolveRef } from '../pull-messages.js';
 import { RESULT } from '../pull-view.js';
 import { watchTtl } from '../que-memory.js';
 
@@ -38,6 +38,7 @@ export const finish = command({
       if (state === 'done' || state === 'err') throw new RqError('RQ_NOT_IN_STATE', `msg ${id} is already finished`);
       if (state !== 'que' && state !== 'run') throw new RqError('RQ_NOT_FOUND', 'msg not found');
       const now = Date.now();
+      leaseEnded(s, state, msg);
       delete msg.lease;
       msg.rev = (msg.rev ?? 0) + 1;
       if (!success) msg.fails = (msg.fails ?? 0) + 1;

@@ -1,7 +1,7 @@
 /**
  * The queue process's command table (spec/rq.md §5.2), built from the command files
  * beside this one, each named by its wire name. RQ's commands first, then those beyond
- * RQ: `search`, `stats`, `bulk` and `adopt` for the web, `clean` (housekeeping.ts), and the pull model's
+ * RQ: `search`, `stats`, `history`, `bulk` and `adopt` for the web, `clean` (housekeeping.ts), and the pull model's
  * commands for external workers and the protocol front doors. `shutdown` is the queue
  * process's own (queue-main.ts).
  */
@@ -44,6 +44,7 @@ import { runMessage } from './run-message.js';
 import { search } from './search.js';
 import { set } from './set.js';
 import { singleQue } from './single-que.js';
+import { history } from './history.js';
 import { hostStats } from './host-stats.js';
 import { stats } from './stats.js';
 import { status } from './status.js';
@@ -69,6 +70,7 @@ export const COMMANDS = {
   search,
   stats,
   host_stats: hostStats,
+  history,
   clean,
   create_message: createMessage,
   prep_message: prepMessage,

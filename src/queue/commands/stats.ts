@@ -25,6 +25,7 @@ export function statsOf(s: QueueState): QueueStatus {
     counts: numMessages(s),
     schedule: s.cron.describe(),
     ...s.stats.snapshot(),
+    totals: s.stats.totals(),
     cleaner: s.config.cleaner,
     disk: diskUsage(s),
   };
