@@ -8,6 +8,14 @@
  * (worker → rq) and fd 4 (rq → worker) as blocking socket ends, nice 19, and its own
  * process group (`detached`), so a timeout can signal the whole tree.
  *
+ * Beyond RQ, the run's other facts go to `stdio.log` as lines in the start marker's
+ * format (lib/log-markers.ts), for the message page's timeline: each status-pipe line as
+ * `<pid> - <time> - RQ STATUS - <line>` when it is read, and the end as `<pid> - <time> -
+ * RQ EXIT - <code <n>|signal <SIG>> - ran <ms> ms`, written before the exit is reported,
+ * so the log holds it before the message leaves run. One write per read of the status
+ * pipe and one at the exit, on an fd held open for the run: no file, no fsync. A write
+ * that fails (a full disk) is left out.
+ *
  * A worker that writes garbage, never exits or dies by a signal only ever reaches the
  * queue process as lines and an exit event; writes to fd 4 after it has gone (EPIPE)
  * are ignored.
@@ -23,7 +31,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { localTimestamp } from '../lib/local-time.js';
+import { markerLine } from '../lib/log-markers.js';
 import { createLineSplitter } from './pipe-protocol.js';
 
 const SHELL_META = /[*?{}[\]<>()~&|\\$;'"`\n#]/;
@@ -134,6 +142,15 @@ function abandon(child: ChildProcess): void {
   for (const stream of child.stdio) stream?.destroy();
 }
 
+/** Append a marker the run can do without (the timeline's): a failed write is left out. */
+function note(logFd: number, line: string): void {
+  try {
+    fs.writeSync(logFd, line);
+  } catch {
+    // ENOSPC and the like: the timeline lacks this line, the run goes on
+  }
+}
+
 /** How long after exit to wait for a status pipe a grandchild still holds open. */
 const DRAIN_GRACE_MS = 100;
 
@@ -142,6 +159,7 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
   const logDir = path.dirname(spec.logFile);
   if (fs.statfsSync(logDir).bavail === 0) throw Object.assign(new Error(`ENOSPC: no space left on device, statfs '${logDir}'`), { code: 'ENOSPC' });
   const logFd = fs.openSync(spec.logFile, 'a');
+  const spawnedAt = performance.now();
   let child: ChildProcess;
   try {
     child = spawn(spec.argv[0]!, spec.argv.slice(1), {
@@ -159,13 +177,14 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
     // so it is appended as soon as the pid is known; a script that prints at once on a
     // busy machine may get its first bytes in before it.
     try {
-      fs.writeSync(logFd, `\n${child.pid} - ${localTimestamp(new Date())} - RQ START - ${spec.realScript}\n`);
+      fs.writeSync(logFd, `\n${markerLine(child.pid, 'START', spec.realScript)}`);
     } catch (e) {
       abandon(child);
       throw e;
     }
-  } finally {
+  } catch (e) {
     fs.closeSync(logFd);
+    throw e;
   }
   const pid = child.pid;
   try {
@@ -175,7 +194,16 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
   }
   const statusPipe = child.stdio[3] as Readable;
   const replyPipe = child.stdio[4] as Writable;
-  const lines = createLineSplitter((line) => spec.onLine(line));
+  // The STATUS markers of one read of the pipe go out in one write.
+  let notes = '';
+  const flushNotes = (): void => {
+    if (notes !== '') note(logFd, notes);
+    notes = '';
+  };
+  const lines = createLineSplitter((line) => {
+    notes += markerLine(pid, 'STATUS', line);
+    spec.onLine(line);
+  });
   let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   let drained = false;
   let finished = false;
@@ -183,11 +211,18 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
     if (finished || !exited) return;
     finished = true;
     lines.end();
+    flushNotes();
     statusPipe.destroy();
     replyPipe.destroy();
+    const how = exited.signal === null ? `code ${exited.code ?? 'none'}` : `signal ${exited.signal}`;
+    note(logFd, markerLine(pid, 'EXIT', `${how} - ran ${Math.round(performance.now() - spawnedAt)} ms`));
+    fs.close(logFd, () => {});
     spec.onExit(exited.code, exited.signal);
   };
-  statusPipe.on('data', (chunk: Buffer) => lines.push(chunk));
+  statusPipe.on('data', (chunk: Buffer) => {
+    lines.push(chunk);
+    flushNotes();
+  });
   statusPipe.on('end', () => {
     drained = true;
     finish();

@@ -1,0 +1,105 @@
+/**
+ * A message's life on its page, in Chromium (Debian's, through playwright-core) against a
+ * real rq-mgr and web process: the timeline (its starts, status lines and exit, read
+ * from the markers of `stdio.log`), and the page kept current over the live tail's event
+ * stream while the run goes on and when it ends, without a reload. With RQ_SCREENSHOTS=1
+ * it also writes docs/screenshots/message-timeline.png.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { useBrowserPage } from '../helpers/browser.js';
+import { REPO, shortId, type TestRoot } from '../helpers/install.js';
+import { sharedInstall } from '../helpers/web.js';
+
+const { t, web } = sharedInstall({
+  setup(root) {
+    root.addQueue({ name: 'steps', script: 'two-steps.sh' });
+    root.addQueue({ name: 'failing', script: 'sneaky.sh' });
+    root.addQueue({ name: 'again', script: 'resend.sh' });
+  },
+});
+const page = useBrowserPage();
+beforeEach(() => page().setDefaultTimeout(15_000));
+
+/** Send a message to `queue` over HTTP; its short id. */
+async function send(queue: string, fields: Record<string, unknown> = {}): Promise<string> {
+  const reply = (await (await web().postJson(`/q/${queue}/new_message`, { dest: queue, ...fields })).json()) as [string, string];
+  expect(reply[0]).toBe('ok');
+  return shortId(reply[1]);
+}
+
+/** Write `name` into a running message's job/ directory (the script waits for it). */
+async function release(root: TestRoot, queue: string, id: string, name: string): Promise<void> {
+  const status = (await root.rpc(queue, 'get_message_status', { msg_id: id })) as [string, { path: string }];
+  fs.writeFileSync(path.join(root.root, status[1].path, 'job', name), '');
+}
+
+/** The timeline's entries as their text, in order. */
+async function timeline(): Promise<string[]> {
+  return (await page().locator('#msg-life li').allTextContents()).map((s) => s.replace(/\s+/g, ' ').trim());
+}
+
+/** The text of the page's action buttons. */
+async function buttons(): Promise<string[]> {
+  return (await page().locator('#msg-actions button').allTextContents()).map((s) => s.trim());
+}
+
+describe('the message page', () => {
+  it('follows a run live: its status lines, then done, its exit in the timeline and the buttons of a finished message', async () => {
+    const id = await send('steps', { src: 'life-test' });
+    await t().waitState('steps', id, 'run');
+    await page().goto(`${web().base}/q/steps/${id}`);
+    // Gone after a reload: the page must change without one.
+    await page().evaluate('window.notReloaded = true');
+    await page().locator('#msg-status', { hasText: 'step one' }).waitFor();
+    expect(await page().textContent('#msg-state')).toBe('run');
+    expect(await buttons()).toContain('Destroy');
+    await page().locator('#msg-elapsed', { hasText: /^running for \d+ s$/ }).waitFor();
+
+    await release(t(), 'steps', id, 'go');
+    await page().locator('#msg-status', { hasText: 'step two' }).waitFor();
+    expect(await page().textContent('#msg-state')).toBe('run');
+    await page().locator('#msg-life li', { hasText: 'done step two' }).waitFor();
+
+    await release(t(), 'steps', id, 'go2');
+    await page().locator('#msg-state', { hasText: 'done' }).waitFor();
+    await page().locator('#msg-life li.tl-end').waitFor();
+    expect(await page().evaluate('window.notReloaded')).toBe(true);
+    expect(await page().textContent('#msg-status')).toBe('step two');
+    const entries = await timeline();
+    const at = (re: RegExp): number => entries.findIndex((e) => re.test(e));
+    const order = [/Created src life-test/, /Started \(attempt 1\) pid \d+/, /Status run step one/, /Status done step two/, /Exited pid \d+, exit code 0, ran \d/, /Finished: done step two/].map(at);
+    expect(order, entries.join('\n')).toEqual([...order].sort((a, b) => a - b));
+    expect(order.every((i) => i >= 0), entries.join('\n')).toBe(true);
+    const actions = await buttons();
+    expect(actions).not.toContain('Destroy');
+    expect(actions).toEqual(expect.arrayContaining(['Delete', 'Clone message']));
+    expect(await page().textContent('#msg-elapsed')).toBe('');
+
+    if (process.env['RQ_SCREENSHOTS'] === '1') {
+      fs.mkdirSync(path.join(REPO, 'docs/screenshots'), { recursive: true });
+      await page().screenshot({ path: path.join(REPO, 'docs/screenshots/message-timeline.png'), fullPage: true });
+    }
+  });
+
+  it("shows an err message's exit code in its timeline", async () => {
+    const id = await send('failing');
+    await t().waitState('failing', id, 'err');
+    await page().goto(`${web().base}/q/failing/${id}`);
+    const entries = await timeline();
+    expect(entries.some((e) => /^\S+ \S+ \S+ Exited pid \d+, exit code 1, ran /.test(e)), entries.join('\n')).toBe(true);
+    expect(entries.some((e) => e.includes('Status done but not really')), entries.join('\n')).toBe(true);
+    expect(entries.some((e) => e.includes('Finished: err')), entries.join('\n')).toBe(true);
+  });
+
+  it('shows each start of a resent message', async () => {
+    const id = await send('again', { param1: '1' });
+    await t().waitState('again', id, 'done');
+    await page().goto(`${web().base}/q/again/${id}`);
+    const entries = await timeline();
+    expect(entries.filter((e) => / Started \(attempt \d\) /.test(e)).map((e) => /attempt \d/.exec(e)?.[0]), entries.join('\n')).toEqual(['attempt 1', 'attempt 2']);
+    expect(entries.some((e) => e.includes('Status resend 0-again')), entries.join('\n')).toBe(true);
+    expect(entries.filter((e) => e.includes('Exited')), entries.join('\n')).toHaveLength(2);
+  });
+});
