@@ -22,8 +22,8 @@
  * closed without `event: end` (after `retry: 30000`): the EventSource reconnects.
  *
  * The stream, in order: `event: state` (data: the state; again on every change),
- * `event: status` (data: the status text `<state> - <text>` as a JSON string, sent
- * when it changes from what it was at the connection, before the state it came with),
+ * `event: status` (data: the status text `<state> - <text>` as a JSON string; again on
+ * every change, before the state that came with it),
  * `event: skipped` (data: bytes left out at the start of a first connection, which sends
  * at most the last 256 KiB), chunk events (`id: <offset>`, data: the chunk's HTML as a
  * JSON string, because a log line may hold a CR that would break SSE framing), comment
@@ -266,6 +266,7 @@ class LiveTail {
     res.flushHeaders();
     res.on('close', () => this.stop());
     this.send(`event: state\ndata: ${this.lastState}\n\n`);
+    this.sendStatus();
     if (ACTIVE_STATES.has(this.lastState)) this.pump();
     else this.finish(this.lastState);
   }
@@ -285,7 +286,7 @@ class LiveTail {
     if (status !== undefined && status !== this.lastStatus) {
       this.lastStatus = status;
       this.lastNewsAt = Date.now();
-      this.send(`event: status\ndata: ${JSON.stringify(status)}\n\n`);
+      this.sendStatus();
     }
     if (state === this.lastState) return;
     this.lastState = state;
@@ -293,6 +294,10 @@ class LiveTail {
     this.send(`event: state\ndata: ${state}\n\n`);
     if (ACTIVE_STATES.has(state)) this.pump();
     else this.finish(state);
+  }
+
+  private sendStatus(): void {
+    this.send(`event: status\ndata: ${JSON.stringify(this.lastStatus)}\n\n`);
   }
 
   /** Read what the file has now (coalesced: one read queued at a time). */
