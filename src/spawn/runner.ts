@@ -13,8 +13,10 @@
  * `<pid> - <time> - RQ STATUS - <line>` when it is read, and the end as `<pid> - <time> -
  * RQ EXIT - <code <n>|signal <SIG>> - ran <ms> ms`, written before the exit is reported,
  * so the log holds it before the message leaves run. One write per read of the status
- * pipe and one at the exit, on an fd held open for the run: no file, no fsync. A write
- * that fails (a full disk) is left out.
+ * pipe and one at the exit, on an fd held open for the run: no file, no fsync. A marker
+ * never splits a line of the script's: while its output ends in an unfinished line the
+ * markers wait, and at the exit they go after a newline. A write that fails (a full
+ * disk) is left out.
  *
  * A worker that writes garbage, never exits or dies by a signal only ever reaches the
  * queue process as lines and an exit event; writes to fd 4 after it has gone (EPIPE)
@@ -142,13 +144,28 @@ function abandon(child: ChildProcess): void {
   for (const stream of child.stdio) stream?.destroy();
 }
 
-/** Append a marker the run can do without (the timeline's): a failed write is left out. */
-function note(logFd: number, line: string): void {
+/** Whether the log ends a line (or is empty): a marker written now splits none of the script's. */
+function atLineStart(logFd: number): boolean {
+  const { size } = fs.fstatSync(logFd);
+  if (size === 0) return true;
+  const last = Buffer.alloc(1);
+  return fs.readSync(logFd, last, 0, 1, size - 1) === 1 && last[0] === 0x0a;
+}
+
+/**
+ * Append markers the run can do without (the timeline's). While the script's last line is
+ * unfinished they wait (false), unless `last`: then they go after a newline. A failed
+ * write (a full disk) leaves them out.
+ */
+function note(logFd: number, lines: string, last: boolean): boolean {
   try {
-    fs.writeSync(logFd, line);
+    if (atLineStart(logFd)) fs.writeSync(logFd, lines);
+    else if (last) fs.writeSync(logFd, `\n${lines}`);
+    else return false;
   } catch {
-    // ENOSPC and the like: the timeline lacks this line, the run goes on
+    // ENOSPC and the like: the timeline lacks these lines, the run goes on
   }
+  return true;
 }
 
 /** How long after exit to wait for a status pipe a grandchild still holds open. */
@@ -158,7 +175,7 @@ const DRAIN_GRACE_MS = 100;
 export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
   const logDir = path.dirname(spec.logFile);
   if (fs.statfsSync(logDir).bavail === 0) throw Object.assign(new Error(`ENOSPC: no space left on device, statfs '${logDir}'`), { code: 'ENOSPC' });
-  const logFd = fs.openSync(spec.logFile, 'a');
+  const logFd = fs.openSync(spec.logFile, 'a+'); // read too: a marker waits for the script's line to end (note)
   const spawnedAt = performance.now();
   let child: ChildProcess;
   try {
@@ -194,11 +211,11 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
   }
   const statusPipe = child.stdio[3] as Readable;
   const replyPipe = child.stdio[4] as Writable;
-  // The STATUS markers of one read of the pipe go out in one write.
+  // The STATUS markers of one read of the pipe go out in one write, once the script's
+  // output is at a line start (each keeps the time its line was read).
   let notes = '';
-  const flushNotes = (): void => {
-    if (notes !== '') note(logFd, notes);
-    notes = '';
+  const flushNotes = (last = false): void => {
+    if (notes !== '' && note(logFd, notes, last)) notes = '';
   };
   const lines = createLineSplitter((line) => {
     notes += markerLine(pid, 'STATUS', line);
@@ -211,11 +228,11 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
     if (finished || !exited) return;
     finished = true;
     lines.end();
-    flushNotes();
     statusPipe.destroy();
     replyPipe.destroy();
     const how = exited.signal === null ? `code ${exited.code ?? 'none'}` : `signal ${exited.signal}`;
-    note(logFd, markerLine(pid, 'EXIT', `${how} - ran ${Math.round(performance.now() - spawnedAt)} ms`));
+    notes += markerLine(pid, 'EXIT', `${how} - ran ${Math.round(performance.now() - spawnedAt)} ms`);
+    flushNotes(true);
     fs.close(logFd, () => {});
     spec.onExit(exited.code, exited.signal);
   };
