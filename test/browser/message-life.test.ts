@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { useBrowserPage } from '../helpers/browser.js';
-import { REPO, shortId, type TestRoot } from '../helpers/install.js';
+import { REPO, shortId, waitFor, type TestRoot } from '../helpers/install.js';
 import { sharedInstall } from '../helpers/web.js';
 
 const { t, web } = sharedInstall({
@@ -17,6 +17,8 @@ const { t, web } = sharedInstall({
     root.addQueue({ name: 'steps', script: 'two-steps.sh' });
     root.addQueue({ name: 'failing', script: 'sneaky.sh' });
     root.addQueue({ name: 'again', script: 'resend.sh' });
+    // Where post-run webhooks are queued: here a queue that just finishes them.
+    root.addQueue({ name: 'webhook', script: 'done.sh' });
   },
 });
 const page = useBrowserPage();
@@ -101,5 +103,19 @@ describe('the message page', () => {
     expect(entries.filter((e) => / Started \(attempt \d\) /.test(e)).map((e) => /attempt \d/.exec(e)?.[0]), entries.join('\n')).toEqual(['attempt 1', 'attempt 2']);
     expect(entries.some((e) => e.includes('Status resend 0-again')), entries.join('\n')).toBe(true);
     expect(entries.filter((e) => e.includes('Exited')), entries.join('\n')).toHaveLength(2);
+  });
+
+  it('links the webhook message made for a finished run, with its status', async () => {
+    const id = await send('failing', { post_run_webhook: ['http://127.0.0.1:9/hook'] });
+    await t().waitState('failing', id, 'err');
+    const webhookDone = /Webhook queued http:\/\/127\.0\.0\.1:9\/hook message \(done - /;
+    await waitFor(async () => {
+      await page().goto(`${web().base}/q/failing/${id}`);
+      return (await timeline()).some((e) => webhookDone.test(e));
+    }, 10_000, 'the webhook message to be done');
+    const link = page().locator('#msg-life li.tl-webhook a');
+    expect(await link.getAttribute('href')).toMatch(/^\/q\/webhook\/\d{8}\.\d{4}\.\d\d\.\d{3}\.\d+$/);
+    await link.click();
+    expect(await page().textContent('#msg-state')).toBe('done');
   });
 });
