@@ -86,7 +86,7 @@ export async function readMarkers(file: string): Promise<{ markers: Marker[]; sk
   try {
     const { size } = await fh.stat();
     const start = Math.max(0, size - SCAN_BYTES);
-    const buf = Buffer.alloc(size - start);
+    const buf = Buffer.allocUnsafe(size - start);
     let got = 0;
     while (got < buf.length) {
       const { bytesRead } = await fh.read(buf, got, buf.length - got, start + got);

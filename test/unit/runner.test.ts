@@ -1,5 +1,6 @@
 // The worker runner (spec/rq.md §3.1, §1.9): the argv that Ruby's exec(string) would use
-// for "<exec_prefix> <real script>", the start-marker time, the end of a run when the
+// for "<exec_prefix> <real script>", the start-marker time, the markers of status lines and
+// the exit, the end of a run when the
 // queue process's loop was busy, and a start refused on a full disk (a small tmpfs, /dev/full).
 import fs from 'node:fs';
 import os from 'node:os';
@@ -137,6 +138,22 @@ describe('spawnWorker', () => {
     worker.holdLines(false);
     await ended;
     expect(lines).toEqual(['run 1', 'done']);
+  });
+
+  it("writes its status lines and its exit to stdio.log as markers, never inside a line of the script's", async () => {
+    // After its start marker (which may come after a script's first bytes), a partial line
+    // is out before each status line; the second is never finished.
+    const { worker, ended } = start('until grep -q "RQ START" stdio.log; do sleep 0.01; done\nprintf "half " \necho "run one" >&3\nprintf "done\\n"\necho "done two" >&3\nprintf "last, unfinished"\nexit 3\n');
+    await ended;
+    const log = fs.readFileSync(path.join(dir, 'stdio.log'), 'utf8').split('\n');
+    const marker = (word: string, text: string): RegExp => new RegExp(`^${worker.pid} - \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d [+-]\\d{4} - RQ ${word} - ${text}$`);
+    expect(log[0]).toBe('');
+    expect(log[1]).toMatch(marker('START', path.join(dir, 'worker.sh')));
+    expect(log[2]).toBe('half done');
+    expect(log[3]).toBe('last, unfinished');
+    expect(log.slice(4, 6)).toEqual([expect.stringMatching(marker('STATUS', 'run one')), expect.stringMatching(marker('STATUS', 'done two'))]);
+    expect(log[6]).toMatch(marker('EXIT', 'code 3 - ran \\d+ ms'));
+    expect(log.slice(7)).toEqual(['']);
   });
 
   /** A spec for a worker that would run for 5 s, its log at `logFile`. */
