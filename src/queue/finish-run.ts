@@ -5,9 +5,9 @@
  * whose move the disk refuses keeps its outcome in memory, and while the disk is full no
  * run starts; every second the finishes and the starts are tried again, until they work.
  */
-import { isOk } from '../client/rpc.js';
 import fs from 'node:fs';
 import path from 'node:path';
+import { isOk } from '../client/rpc.js';
 import { coerceError, isNoSpace } from '../domain/errors.js';
 import type { Message } from '../domain/message.js';
 import { markerLine } from '../lib/log-markers.js';
