@@ -1,11 +1,14 @@
 /**
- * RQ's marker lines in a message's `job/stdio.log`: `<pid> - <local time> - RQ <WORD> -
- * <text>`, the format of RQ's start marker. rq writes more of them than RQ did, one line
- * for each fact of a run that is nowhere else on disk (the spawner: START, STATUS, EXIT;
- * the queue: WEBHOOK), and the message page's timeline reads them back. This file owns
- * the format both ways.
+ * Marker lines in the format of RQ's start marker in `job/stdio.log`: `<pid> - <local
+ * time> - RQ <WORD> - <text>`. Beyond RQ, rq writes one for each fact of a run that is
+ * nowhere else on disk into a file of their own beside the log, `job/timeline.log` (the
+ * spawner: START, STATUS, EXIT; the queue: WEBHOOK), one line each, and the message page's
+ * timeline reads them back. This file owns the format both ways and the file's name.
  */
 import { localTimestamp } from './local-time.js';
+
+/** The file of a message's `job/` directory that holds its markers. */
+export const TIMELINE_LOG = 'timeline.log';
 
 /** What a marker records: a run's start, one status-pipe line, its exit, a post-run webhook queued. */
 export type MarkerWord = 'START' | 'STATUS' | 'EXIT' | 'WEBHOOK';
@@ -31,11 +34,7 @@ export function markerLine(pid: number, word: MarkerWord, text: string, at = new
   return `${pid} - ${localTimestamp(at)} - RQ ${word} - ${text.replace(/[\r\n]+/g, ' ')}\n`;
 }
 
-/**
- * Not anchored at the start: a script's unfinished last line may precede the marker that
- * follows it on the same line.
- */
-const MARKER_RE = /(\d+) - (\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d) - RQ (START|STATUS|EXIT|WEBHOOK) - (.*)$/;
+const MARKER_RE = /^(\d+) - (\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d) - RQ (START|STATUS|EXIT|WEBHOOK) - (.*)$/;
 
 /** The marker in one line of a log, or undefined when it holds none. */
 export function parseMarker(line: string): Marker | undefined {

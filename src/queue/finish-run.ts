@@ -10,7 +10,7 @@ import path from 'node:path';
 import { isOk } from '../client/rpc.js';
 import { coerceError, isNoSpace } from '../domain/errors.js';
 import type { Message } from '../domain/message.js';
-import { markerLine } from '../lib/log-markers.js';
+import { markerLine, TIMELINE_LOG } from '../lib/log-markers.js';
 import type { RunOutcome } from '../spawn/outcome.js';
 import type { JobStatus } from '../store/message-store.js';
 import { fullIdOf, isPull, nowSec, type QueueState, type RunEntry } from './state.js';
@@ -104,8 +104,8 @@ export function releaseHeld(s: QueueState, id: string): void {
  * `post_run_webhook` array, created in the local `webhook` queue. The payload is the
  * message with its full id and final state. A missing or refusing `webhook` queue is
  * logged; the run's own move has already been committed either way. Each webhook message
- * made is noted in the run's `stdio.log` (`RQ WEBHOOK - <url> - <its full id>`), for the
- * message page's timeline: one append for each webhook, none for a message without.
+ * made is noted in the message's `job/timeline.log` (`RQ WEBHOOK - <url> - <its full id>`),
+ * for the message page's timeline: one append for each webhook, none for a message without.
  */
 function queueWebhooks(s: QueueState, id: string, msg: Message, state: 'done' | 'relayed' | 'err'): void {
   const hooks = msg.post_run_webhook;
@@ -125,9 +125,9 @@ function queueWebhooks(s: QueueState, id: string, msg: Message, state: 'done' | 
 /** The WEBHOOK marker of a webhook message made for message `id`; without it the timeline only lacks a link. */
 function noteWebhook(s: QueueState, id: string, state: 'done' | 'relayed' | 'err', text: string): void {
   try {
-    fs.appendFileSync(path.join(s.layout.msgDir(state, id), 'job', 'stdio.log'), markerLine(process.pid, 'WEBHOOK', text));
+    fs.appendFileSync(path.join(s.layout.msgDir(state, id), 'job', TIMELINE_LOG), markerLine(process.pid, 'WEBHOOK', text));
   } catch (e) {
-    s.log.warn({ msg_id: id, err: coerceError(e).message }, 'cannot note a post-run webhook in stdio.log');
+    s.log.warn({ msg_id: id, err: coerceError(e).message }, 'cannot note a post-run webhook in timeline.log');
   }
 }
 

@@ -8,15 +8,13 @@
  * (worker → rq) and fd 4 (rq → worker) as blocking socket ends, nice 19, and its own
  * process group (`detached`), so a timeout can signal the whole tree.
  *
- * Beyond RQ, the run's other facts go to `stdio.log` as lines in the start marker's
- * format (lib/log-markers.ts), for the message page's timeline: each status-pipe line as
- * `<pid> - <time> - RQ STATUS - <line>` when it is read, and the end as `<pid> - <time> -
- * RQ EXIT - <code <n>|signal <SIG>> - ran <ms> ms`, written before the exit is reported,
- * so the log holds it before the message leaves run. One write per read of the status
- * pipe and one at the exit, on an fd held open for the run: no file, no fsync. A marker
- * never splits a line of the script's: while its output ends in an unfinished line the
- * markers wait, and at the exit they go after a newline. A write that fails (a full
- * disk) is left out.
+ * Beyond RQ, the run's facts go to a file of their own beside `stdio.log`, `job/timeline.log`
+ * (lib/log-markers.ts), for the message page's timeline: the start marker again, each
+ * status-pipe line as `<pid> - <time> - RQ STATUS - <line>` when it is read, and the end as
+ * `<pid> - <time> - RQ EXIT - <code <n>|signal <SIG>> - ran <ms> ms`, written before the
+ * exit is reported, so the file holds it before the message leaves run. One write per read
+ * of the status pipe and one at the exit, on an fd held open for the run: no fsync. A
+ * write that fails (a full disk) is left out. `stdio.log` stays as RQ wrote it.
  *
  * A worker that writes garbage, never exits or dies by a signal only ever reaches the
  * queue process as lines and an exit event; writes to fd 4 after it has gone (EPIPE)
@@ -33,7 +31,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { markerLine } from '../lib/log-markers.js';
+import { markerLine, TIMELINE_LOG } from '../lib/log-markers.js';
 import { createLineSplitter } from './pipe-protocol.js';
 
 const SHELL_META = /[*?{}[\]<>()~&|\\$;'"`\n#]/;
@@ -144,28 +142,31 @@ function abandon(child: ChildProcess): void {
   for (const stream of child.stdio) stream?.destroy();
 }
 
-/** Whether the log ends a line (or is empty): a marker written now splits none of the script's. */
-function atLineStart(logFd: number): boolean {
-  const { size } = fs.fstatSync(logFd);
-  if (size === 0) return true;
-  const last = Buffer.alloc(1);
-  return fs.readSync(logFd, last, 0, 1, size - 1) === 1 && last[0] === 0x0a;
-}
-
 /**
- * Append markers the run can do without (the timeline's). While the script's last line is
- * unfinished they wait (false), unless `last`: then they go after a newline. A failed
- * write (a full disk) leaves them out.
+ * A run's `timeline.log`, held open for the run: `note` appends marker lines, `close` ends
+ * it. What the disk refuses (the open, a write: a full disk) is left out of the timeline,
+ * and the run goes on.
  */
-function note(logFd: number, lines: string, last: boolean): boolean {
+function openTimeline(file: string): { note(lines: string): void; close(): void } {
+  let fd: number | undefined;
   try {
-    if (atLineStart(logFd)) fs.writeSync(logFd, lines);
-    else if (last) fs.writeSync(logFd, `\n${lines}`);
-    else return false;
+    fd = fs.openSync(file, 'a');
   } catch {
-    // ENOSPC and the like: the timeline lacks these lines, the run goes on
+    // the timeline lacks this run
   }
-  return true;
+  return {
+    note(lines) {
+      try {
+        if (fd !== undefined) fs.writeSync(fd, lines);
+      } catch {
+        // ENOSPC and the like: the timeline lacks these lines
+      }
+    },
+    close() {
+      if (fd !== undefined) fs.close(fd, () => {});
+      fd = undefined;
+    },
+  };
 }
 
 /** How long after exit to wait for a status pipe a grandchild still holds open. */
@@ -175,7 +176,8 @@ const DRAIN_GRACE_MS = 100;
 export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
   const logDir = path.dirname(spec.logFile);
   if (fs.statfsSync(logDir).bavail === 0) throw Object.assign(new Error(`ENOSPC: no space left on device, statfs '${logDir}'`), { code: 'ENOSPC' });
-  const logFd = fs.openSync(spec.logFile, 'a+'); // read too: a marker waits for the script's line to end (note)
+  const logFd = fs.openSync(spec.logFile, 'a');
+  const timeline = openTimeline(path.join(logDir, TIMELINE_LOG));
   const spawnedAt = performance.now();
   let child: ChildProcess;
   try {
@@ -193,15 +195,19 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
     // RQ's forked child wrote this marker before exec. Node cannot run code in the child,
     // so it is appended as soon as the pid is known; a script that prints at once on a
     // busy machine may get its first bytes in before it.
+    const started = markerLine(child.pid, 'START', spec.realScript);
     try {
-      fs.writeSync(logFd, `\n${markerLine(child.pid, 'START', spec.realScript)}`);
+      fs.writeSync(logFd, `\n${started}`);
     } catch (e) {
       abandon(child);
       throw e;
     }
+    timeline.note(started);
   } catch (e) {
-    fs.closeSync(logFd);
+    timeline.close();
     throw e;
+  } finally {
+    fs.closeSync(logFd);
   }
   const pid = child.pid;
   try {
@@ -211,11 +217,12 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
   }
   const statusPipe = child.stdio[3] as Readable;
   const replyPipe = child.stdio[4] as Writable;
-  // The STATUS markers of one read of the pipe go out in one write, once the script's
-  // output is at a line start (each keeps the time its line was read).
+  // The STATUS markers of one read of the pipe go out in one write.
   let notes = '';
-  const flushNotes = (last = false): void => {
-    if (notes !== '' && note(logFd, notes, last)) notes = '';
+  const flushNotes = (): void => {
+    if (notes === '') return;
+    timeline.note(notes);
+    notes = '';
   };
   const lines = createLineSplitter((line) => {
     notes += markerLine(pid, 'STATUS', line);
@@ -232,8 +239,8 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
     replyPipe.destroy();
     const how = exited.signal === null ? `code ${exited.code ?? 'none'}` : `signal ${exited.signal}`;
     notes += markerLine(pid, 'EXIT', `${how} - ran ${Math.round(performance.now() - spawnedAt)} ms`);
-    flushNotes(true);
-    fs.close(logFd, () => {});
+    flushNotes();
+    timeline.close();
     spec.onExit(exited.code, exited.signal);
   };
   statusPipe.on('data', (chunk: Buffer) => {

@@ -6,13 +6,14 @@
  *   `src`, and `cloned_from`, `dup` and `orig_msg_id` from the message JSON, as links;
  * - due: the message's `due`, when it is later than its creation;
  * - each start, status line, exit and post-run webhook: the marker lines of its
- *   `job/stdio.log` (lib/log-markers.ts: RQ START, RQ STATUS, RQ EXIT, RQ WEBHOOK), with the
- *   webhook message's state asked of its queue;
+ *   `job/timeline.log` (lib/log-markers.ts: RQ START, RQ STATUS, RQ EXIT, RQ WEBHOOK), with
+ *   the webhook message's state asked of its queue. A message last run before rq wrote that
+ *   file has its starts only, from the RQ START lines of its `job/stdio.log`;
  * - the end: the state and status the queue gives now, and `dups` (the duplicates that
  *   finished with it) from the message JSON.
  *
- * The log is scanned for the markers' tag without decoding it, and only its last
- * SCAN_BYTES: the start of a longer log is said to be left out.
+ * The file is scanned for the markers' tag without decoding it, and only its last
+ * SCAN_BYTES: the start of a longer file is said to be left out.
  */
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -20,14 +21,14 @@ import { errnoCode } from '../domain/errors.js';
 import { idTimeMs, parseFullId } from '../domain/ids.js';
 import { dueMs } from '../domain/message.js';
 import { localTimestamp } from '../lib/local-time.js';
-import { MARKER_TAG, parseMarker, type Marker } from '../lib/log-markers.js';
+import { MARKER_TAG, parseMarker, TIMELINE_LOG, type Marker } from '../lib/log-markers.js';
 import type { MessageView } from '../rpc/queue-api.js';
 import { shown } from './format.js';
 import type { Gateway } from './gateway.js';
 import { findMessage } from './lookups.js';
 import { urlFor } from './render.js';
 
-/** The end of a log the timeline reads: the markers of a longer log's start are left out. */
+/** The end of a file the timeline reads: the markers of a longer file's start are left out. */
 const SCAN_BYTES = 8 * 1024 * 1024;
 /** How long a webhook message's queue is given to say where the message is, in ms. */
 const WEBHOOK_ASK_MS = 2_000;
@@ -52,7 +53,9 @@ export interface TimelineEntry {
 
 export interface Timeline {
   entries: TimelineEntry[];
-  /** Bytes at the start of `stdio.log` not read (its markers are not shown). */
+  /** The file of `job/` the markers were read from: `timeline.log`, or `stdio.log` for a message run before it. */
+  file: string;
+  /** Bytes at its start not read (their markers are not shown). */
   skipped: number;
   /** While the message runs: when its last run started, epoch ms (the page counts from it). */
   runningSince: number | undefined;
@@ -74,13 +77,21 @@ export function durationText(ms: number): string {
   return `${Math.floor(s / 3600)} h ${two(Math.floor(s / 60) % 60)} m`;
 }
 
-/** The markers in the last SCAN_BYTES of `file` (none when it does not exist), and the bytes before them. */
-export async function readMarkers(file: string): Promise<{ markers: Marker[]; skipped: number }> {
+/** The markers of a message's job directory `jobDir`: from its timeline.log, else the starts in its stdio.log. */
+async function readTimeline(jobDir: string): Promise<{ file: string; markers: Marker[]; skipped: number }> {
+  const own = await readMarkers(path.join(jobDir, TIMELINE_LOG));
+  if (own !== undefined) return { file: TIMELINE_LOG, ...own };
+  const old = await readMarkers(path.join(jobDir, 'stdio.log'));
+  return { file: 'stdio.log', markers: old?.markers.filter((m) => m.word === 'START') ?? [], skipped: old?.skipped ?? 0 };
+}
+
+/** The markers in the last SCAN_BYTES of `file` and the bytes before them, or undefined when it does not exist. */
+async function readMarkers(file: string): Promise<{ markers: Marker[]; skipped: number } | undefined> {
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(file, 'r');
   } catch (e) {
-    if (errnoCode(e) === 'ENOENT') return { markers: [], skipped: 0 };
+    if (errnoCode(e) === 'ENOENT') return undefined;
     throw e;
   }
   try {
@@ -122,7 +133,7 @@ async function webhookEntry(gw: Gateway, m: Marker, root: string): Promise<Timel
     if (loc === 'missing') parts.push({ text: ' (gone)' });
     else if (loc !== undefined) parts.push({ text: ` (${loc.status})` });
   }
-  return { kind: 'webhook', at: m.at, time: m.time, title: 'Webhook queued', parts, source: 'stdio.log: RQ WEBHOOK; its state from the webhook queue' };
+  return { kind: 'webhook', at: m.at, time: m.time, title: 'Webhook queued', parts, source: `${TIMELINE_LOG}: RQ WEBHOOK; its state from the webhook queue` };
 }
 
 /** The timeline of the message `view` (short id `id`), shown on the page of queue `q`. */
@@ -143,7 +154,7 @@ export async function timelineOf(gw: Gateway, view: MessageView, q: string, id: 
     entries.push({ kind: 'due', ...at(due), title: 'Due', parts: [], source: 'msg: due' });
   }
 
-  const { markers, skipped } = await readMarkers(path.join(path.resolve(gw.root.root, view.path), 'job', 'stdio.log'));
+  const { file, markers, skipped } = await readTimeline(path.join(path.resolve(gw.root.root, view.path), 'job'));
   let attempt = 0;
   let lastStart: number | undefined;
   let lastExit: Marker | undefined;
@@ -154,16 +165,16 @@ export async function timelineOf(gw: Gateway, view: MessageView, q: string, id: 
       lastStart = m.at;
       lastExit = undefined;
       const title = skipped > 0 ? 'Started' : `Started (attempt ${attempt})`;
-      entries.push({ kind: 'start', ...when, title, parts: [{ text: `pid ${m.pid}, ${m.text}` }], source: 'stdio.log: RQ START' });
+      entries.push({ kind: 'start', ...when, title, parts: [{ text: `pid ${m.pid}, ${m.text}` }], source: `${file}: RQ START` });
     } else if (m.word === 'STATUS') {
-      entries.push({ kind: 'status', ...when, title: 'Status', parts: [{ text: m.text }], source: 'stdio.log: RQ STATUS (a line on the status pipe)' });
+      entries.push({ kind: 'status', ...when, title: 'Status', parts: [{ text: m.text }], source: `${file}: RQ STATUS (a line on the status pipe)` });
     } else if (m.word === 'EXIT') {
       lastExit = m;
       const [how = m.text, ran] = m.text.split(' - ');
       const ms = ran === undefined ? undefined : /^ran (\d+) ms$/.exec(ran)?.[1];
       const parts = [{ text: `pid ${m.pid}, ${how.replace(/^code /, 'exit code ')}` }];
       if (ms !== undefined) parts.push({ text: `, ran ${durationText(Number(ms))}` });
-      entries.push({ kind: 'exit', ...when, title: 'Exited', parts, source: 'stdio.log: RQ EXIT' });
+      entries.push({ kind: 'exit', ...when, title: 'Exited', parts, source: `${file}: RQ EXIT` });
     } else {
       entries.push(await webhookEntry(gw, m, root));
     }
@@ -174,7 +185,7 @@ export async function timelineOf(gw: Gateway, view: MessageView, q: string, id: 
   // Stable, by whole seconds (the log's precision): what happened in one second keeps its order.
   const second = (e: TimelineEntry): number => (e.at === undefined ? Infinity : Math.floor(e.at / 1000));
   entries.sort((a, b) => second(a) - second(b));
-  return { entries, skipped, runningSince: view.state === 'run' && lastExit === undefined ? lastStart : undefined };
+  return { entries, file, skipped, runningSince: view.state === 'run' && lastExit === undefined ? lastStart : undefined };
 }
 
 /** The entry of a finished message (its final state and status, the duplicates that finished with it), or of a waiting one. */

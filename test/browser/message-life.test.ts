@@ -1,9 +1,10 @@
 /**
  * A message's life on its page, in Chromium (Debian's, through playwright-core) against a
- * real rq-mgr and web process: the timeline (its starts, status lines and exit, read
- * from the markers of `stdio.log`), and the page kept current over the live tail's event
- * stream while the run goes on and when it ends, without a reload. With RQ_SCREENSHOTS=1
- * it also writes docs/screenshots/message-timeline.png.
+ * real rq-mgr and web process: the timeline (its starts, status lines, exit and webhook,
+ * read from the markers of `job/timeline.log`, with `stdio.log` left as RQ wrote it), and
+ * the page kept current over the live tail's event stream while the run goes on and when
+ * it ends, without a reload. With RQ_SCREENSHOTS=1 it also writes
+ * docs/screenshots/message-timeline.png.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -105,6 +106,17 @@ describe('the message page', () => {
     expect(entries.filter((e) => e.includes('Exited')), entries.join('\n')).toHaveLength(2);
   });
 
+  it('shows the starts of a message run before timeline.log, from the RQ START lines of its stdio.log', async () => {
+    const id = await send('again', { param1: '1' });
+    await t().waitState('again', id, 'done');
+    const status = (await t().rpc('again', 'get_message_status', { msg_id: id })) as [string, { path: string }];
+    fs.rmSync(path.join(t().root, status[1].path, 'job', 'timeline.log'));
+    await page().goto(`${web().base}/q/again/${id}`);
+    const entries = await timeline();
+    expect(entries.filter((e) => / Started \(attempt \d\) pid \d+/.test(e)), entries.join('\n')).toHaveLength(2);
+    expect(entries.some((e) => e.includes(' Status ') || e.includes(' Exited ')), entries.join('\n')).toBe(false);
+  });
+
   it('links the webhook message made for a finished run, with its status', async () => {
     const id = await send('failing', { post_run_webhook: ['http://127.0.0.1:9/hook'] });
     await t().waitState('failing', id, 'err');
@@ -113,6 +125,10 @@ describe('the message page', () => {
       await page().goto(`${web().base}/q/failing/${id}`);
       return (await timeline()).some((e) => webhookDone.test(e));
     }, 10_000, 'the webhook message to be done');
+    // The note went to timeline.log (served as a log of the message, like stdio.log), not to stdio.log.
+    const log = async (name: string): Promise<string> => (await fetch(`${web().base}/q/failing/${id}/log/${name}`)).text();
+    expect(await log('stdio.log')).toMatch(/^\n\d+ - \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4} - RQ START - \S+\/sneaky\.sh\n$/);
+    expect((await log('timeline.log')).split('\n').map((l) => /^\d+ - \S+ \S+ \S+ - RQ (\w+) - /.exec(l)?.[1] ?? l)).toEqual(['START', 'STATUS', 'EXIT', 'WEBHOOK', '']);
     const link = page().locator('#msg-life li.tl-webhook a');
     expect(await link.getAttribute('href')).toMatch(/^\/q\/webhook\/\d{8}\.\d{4}\.\d\d\.\d{3}\.\d+$/);
     await link.click();

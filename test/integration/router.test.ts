@@ -100,8 +100,7 @@ describe('actions', () => {
     await startRouter();
     const r = await route({ dest: 'box_que' }, 'done');
     expect(r.status).toBe('done - done relay of 2 messages');
-    // The script's own log lines, not rq's RQ STATUS markers of the same reports.
-    const reported = [...(await stdioLog(r.id)).matchAll(/^(?!.* - RQ STATUS - ).* - run DUP relay to (\S+)$/gm)].map((m) => m[1]!);
+    const reported = [...(await stdioLog(r.id)).matchAll(/ - run DUP relay to (\S+)\n/g)].map((m) => m[1]!);
     expect(reported).toHaveLength(2);
     const dests = await Promise.all(reported.map(async (id) => (await relayed(id))['dest']));
     expect(['http://a1.example.com:3333/q/box_que', 'http://a2.example.com:3333/q/box_que']).toContain(dests[0]);

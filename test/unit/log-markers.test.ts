@@ -1,6 +1,6 @@
-// The marker lines of a run's stdio.log (RQ START, STATUS, EXIT, WEBHOOK): written in the
-// start marker's format and read back with their time, also after a script's unfinished
-// line, and never from a line a script wrote that only looks like one in part.
+// The marker lines of a message's timeline.log (RQ START, STATUS, EXIT, WEBHOOK): written in
+// the format of stdio.log's start marker and read back with their time, and never from a
+// line that only looks like one in part.
 import { describe, expect, it } from 'vitest';
 import { localTimestamp } from '../../src/lib/local-time.js';
 import { markerLine, parseMarker } from '../../src/lib/log-markers.js';
@@ -22,8 +22,9 @@ describe('log markers', () => {
     expect(parseMarker('7 - 2026-11-21 05:27:44 -0800 - RQ START - /x.sh')?.at).toBe(Date.parse('2026-11-21T13:27:44Z'));
   });
 
-  it("finds a marker after a script's unfinished line, and none in other lines", () => {
-    expect(parseMarker('partial line... 42 - 2026-11-21 05:27:44 +0000 - RQ STATUS - run waiting')).toMatchObject({ pid: 42, word: 'STATUS', text: 'run waiting' });
+  it('finds a marker only in a whole line of one', () => {
+    expect(parseMarker('42 - 2026-11-21 05:27:44 +0000 - RQ STATUS - run waiting')).toMatchObject({ pid: 42, word: 'STATUS', text: 'run waiting' });
+    expect(parseMarker('partial line... 42 - 2026-11-21 05:27:44 +0000 - RQ STATUS - run waiting')).toBeUndefined();
     expect(parseMarker('42 - 2026-11-21 05:27:44 +0000 - RQ SOMETHING - x')).toBeUndefined();
     expect(parseMarker('plain output - RQ STATUS - x')).toBeUndefined();
   });

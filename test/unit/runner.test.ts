@@ -1,7 +1,7 @@
 // The worker runner (spec/rq.md §3.1, §1.9): the argv that Ruby's exec(string) would use
-// for "<exec_prefix> <real script>", the start-marker time, the markers of status lines and
-// the exit, the end of a run when the
-// queue process's loop was busy, and a start refused on a full disk (a small tmpfs, /dev/full).
+// for "<exec_prefix> <real script>", the start-marker time, stdio.log left as RQ wrote it and
+// the markers of the start, the status lines and the exit in timeline.log, the end of a run
+// when the queue process's loop was busy, and a start refused on a full disk (a small tmpfs, /dev/full).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -140,20 +140,34 @@ describe('spawnWorker', () => {
     expect(lines).toEqual(['run 1', 'done']);
   });
 
-  it("writes its status lines and its exit to stdio.log as markers, never inside a line of the script's", async () => {
-    // After its start marker (which may come after a script's first bytes), a partial line
-    // is out before each status line; the second is never finished.
-    const { worker, ended } = start('until grep -q "RQ START" stdio.log; do sleep 0.01; done\nprintf "half " \necho "run one" >&3\nprintf "done\\n"\necho "done two" >&3\nprintf "last, unfinished"\nexit 3\n');
+  /** A marker line of worker `pid` (lib/log-markers.ts), its time any, its text matching the pattern `text`. */
+  const marker = (pid: number, word: string, text: string): RegExp =>
+    new RegExp(`^${pid} - \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d [+-]\\d{4} - RQ ${word} - ${text}$`);
+  /** The start marker's pattern: the script's path. */
+  const started = (pid: number): RegExp => marker(pid, 'START', path.join(dir, 'worker.sh').replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  /** The script's output waits for its start marker, which may otherwise come after its first bytes. */
+  const afterStart = 'until grep -q "RQ START" stdio.log; do sleep 0.01; done\n';
+
+  it("leaves stdio.log as RQ wrote it: the start marker, then the script's output, nothing else", async () => {
+    const { worker, ended } = start(`${afterStart}printf "half "\necho "run one" >&3\necho out\necho "done two" >&3\necho err >&2\nprintf "last, unfinished"\nexit 3\n`);
     await ended;
     const log = fs.readFileSync(path.join(dir, 'stdio.log'), 'utf8').split('\n');
-    const marker = (word: string, text: string): RegExp => new RegExp(`^${worker.pid} - \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d [+-]\\d{4} - RQ ${word} - ${text}$`);
-    expect(log[0]).toBe('');
-    expect(log[1]).toMatch(marker('START', path.join(dir, 'worker.sh')));
-    expect(log[2]).toBe('half done');
-    expect(log[3]).toBe('last, unfinished');
-    expect(log.slice(4, 6)).toEqual([expect.stringMatching(marker('STATUS', 'run one')), expect.stringMatching(marker('STATUS', 'done two'))]);
-    expect(log[6]).toMatch(marker('EXIT', 'code 3 - ran \\d+ ms'));
-    expect(log.slice(7)).toEqual(['']);
+    expect(log).toEqual(['', expect.stringMatching(started(worker.pid)), 'half out', 'err', 'last, unfinished']);
+  });
+
+  it('writes its start, each status line and its exit to timeline.log, one line each', async () => {
+    const { worker, ended } = start(`${afterStart}printf "half "\necho "run one" >&3\necho "done two" >&3\nexit 3\n`);
+    await ended;
+    const lines = fs.readFileSync(path.join(dir, 'timeline.log'), 'utf8').split('\n');
+    expect(lines).toEqual([
+      expect.stringMatching(started(worker.pid)),
+      expect.stringMatching(marker(worker.pid, 'STATUS', 'run one')),
+      expect.stringMatching(marker(worker.pid, 'STATUS', 'done two')),
+      expect.stringMatching(marker(worker.pid, 'EXIT', 'code 3 - ran \\d+ ms')),
+      '',
+    ]);
+    // The same start, at the same time, as in stdio.log.
+    expect(fs.readFileSync(path.join(dir, 'stdio.log'), 'utf8').split('\n')[1]).toBe(lines[0]);
   });
 
   /** A spec for a worker that would run for 5 s, its log at `logFile`. */
