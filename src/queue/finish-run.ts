@@ -5,9 +5,12 @@
  * whose move the disk refuses keeps its outcome in memory, and while the disk is full no
  * run starts; every second the finishes and the starts are tried again, until they work.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { isOk } from '../client/rpc.js';
 import { coerceError, isNoSpace } from '../domain/errors.js';
 import type { Message } from '../domain/message.js';
+import { markerLine, TIMELINE_LOG } from '../lib/log-markers.js';
 import type { RunOutcome } from '../spawn/outcome.js';
 import type { JobStatus } from '../store/message-store.js';
 import { fullIdOf, isPull, nowSec, type QueueState, type RunEntry } from './state.js';
@@ -100,7 +103,9 @@ export function releaseHeld(s: QueueState, id: string): void {
  * Post-run webhooks (spec/rq.md §9.1): at a final state, one message per URL of a
  * `post_run_webhook` array, created in the local `webhook` queue. The payload is the
  * message with its full id and final state. A missing or refusing `webhook` queue is
- * logged; the run's own move has already been committed either way.
+ * logged; the run's own move has already been committed either way. Each webhook message
+ * made is noted in the message's `job/timeline.log` (`RQ WEBHOOK - <url> - <its full id>`),
+ * for the message page's timeline: one append for each webhook, none for a message without.
  */
 function queueWebhooks(s: QueueState, id: string, msg: Message, state: 'done' | 'relayed' | 'err'): void {
   const hooks = msg.post_run_webhook;
@@ -111,8 +116,18 @@ function queueWebhooks(s: QueueState, id: string, msg: Message, state: 'done' | 
     s.callQueue('webhook', 'create_message', input)
       .then((reply) => {
         if (!isOk(reply)) throw new Error(JSON.stringify(reply));
+        noteWebhook(s, id, state, `${String(url)} - ${reply[1]}`);
       })
       .catch((e: unknown) => s.log.error({ msg_id: id, url, err: coerceError(e).message }, 'cannot queue a post-run webhook'));
+  }
+}
+
+/** The WEBHOOK marker of a webhook message made for message `id`; without it the timeline only lacks a link. */
+function noteWebhook(s: QueueState, id: string, state: 'done' | 'relayed' | 'err', text: string): void {
+  try {
+    fs.appendFileSync(path.join(s.layout.msgDir(state, id), 'job', TIMELINE_LOG), markerLine(process.pid, 'WEBHOOK', text));
+  } catch (e) {
+    s.log.warn({ msg_id: id, err: coerceError(e).message }, 'cannot note a post-run webhook in timeline.log');
   }
 }
 

@@ -8,6 +8,14 @@
  * (worker → rq) and fd 4 (rq → worker) as blocking socket ends, nice 19, and its own
  * process group (`detached`), so a timeout can signal the whole tree.
  *
+ * Beyond RQ, the run's facts go to a file of their own beside `stdio.log`, `job/timeline.log`
+ * (lib/log-markers.ts), for the message page's timeline: the start marker again, each
+ * status-pipe line as `<pid> - <time> - RQ STATUS - <line>` when it is read, and the end as
+ * `<pid> - <time> - RQ EXIT - <code <n>|signal <SIG>> - ran <ms> ms`, written before the
+ * exit is reported, so the file holds it before the message leaves run. One write per read
+ * of the status pipe and one at the exit, on an fd held open for the run: no fsync. A
+ * write that fails (a full disk) is left out. `stdio.log` stays as RQ wrote it.
+ *
  * A worker that writes garbage, never exits or dies by a signal only ever reaches the
  * queue process as lines and an exit event; writes to fd 4 after it has gone (EPIPE)
  * are ignored.
@@ -23,7 +31,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { localTimestamp } from '../lib/local-time.js';
+import { markerLine, TIMELINE_LOG } from '../lib/log-markers.js';
 import { createLineSplitter } from './pipe-protocol.js';
 
 const SHELL_META = /[*?{}[\]<>()~&|\\$;'"`\n#]/;
@@ -134,6 +142,33 @@ function abandon(child: ChildProcess): void {
   for (const stream of child.stdio) stream?.destroy();
 }
 
+/**
+ * A run's `timeline.log`, held open for the run: `note` appends marker lines, `close` ends
+ * it. What the disk refuses (the open, a write: a full disk) is left out of the timeline,
+ * and the run goes on.
+ */
+function openTimeline(file: string): { note(lines: string): void; close(): void } {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(file, 'a');
+  } catch {
+    // the timeline lacks this run
+  }
+  return {
+    note(lines) {
+      try {
+        if (fd !== undefined) fs.writeSync(fd, lines);
+      } catch {
+        // ENOSPC and the like: the timeline lacks these lines
+      }
+    },
+    close() {
+      if (fd !== undefined) fs.close(fd, () => {});
+      fd = undefined;
+    },
+  };
+}
+
 /** How long after exit to wait for a status pipe a grandchild still holds open. */
 const DRAIN_GRACE_MS = 100;
 
@@ -142,6 +177,8 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
   const logDir = path.dirname(spec.logFile);
   if (fs.statfsSync(logDir).bavail === 0) throw Object.assign(new Error(`ENOSPC: no space left on device, statfs '${logDir}'`), { code: 'ENOSPC' });
   const logFd = fs.openSync(spec.logFile, 'a');
+  const timeline = openTimeline(path.join(logDir, TIMELINE_LOG));
+  const spawnedAt = performance.now();
   let child: ChildProcess;
   try {
     child = spawn(spec.argv[0]!, spec.argv.slice(1), {
@@ -158,12 +195,17 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
     // RQ's forked child wrote this marker before exec. Node cannot run code in the child,
     // so it is appended as soon as the pid is known; a script that prints at once on a
     // busy machine may get its first bytes in before it.
+    const started = markerLine(child.pid, 'START', spec.realScript);
     try {
-      fs.writeSync(logFd, `\n${child.pid} - ${localTimestamp(new Date())} - RQ START - ${spec.realScript}\n`);
+      fs.writeSync(logFd, `\n${started}`);
     } catch (e) {
       abandon(child);
       throw e;
     }
+    timeline.note(started);
+  } catch (e) {
+    timeline.close();
+    throw e;
   } finally {
     fs.closeSync(logFd);
   }
@@ -175,7 +217,17 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
   }
   const statusPipe = child.stdio[3] as Readable;
   const replyPipe = child.stdio[4] as Writable;
-  const lines = createLineSplitter((line) => spec.onLine(line));
+  // The STATUS markers of one read of the pipe go out in one write.
+  let notes = '';
+  const flushNotes = (): void => {
+    if (notes === '') return;
+    timeline.note(notes);
+    notes = '';
+  };
+  const lines = createLineSplitter((line) => {
+    notes += markerLine(pid, 'STATUS', line);
+    spec.onLine(line);
+  });
   let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   let drained = false;
   let finished = false;
@@ -185,9 +237,16 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
     lines.end();
     statusPipe.destroy();
     replyPipe.destroy();
+    const how = exited.signal === null ? `code ${exited.code ?? 'none'}` : `signal ${exited.signal}`;
+    notes += markerLine(pid, 'EXIT', `${how} - ran ${Math.round(performance.now() - spawnedAt)} ms`);
+    flushNotes();
+    timeline.close();
     spec.onExit(exited.code, exited.signal);
   };
-  statusPipe.on('data', (chunk: Buffer) => lines.push(chunk));
+  statusPipe.on('data', (chunk: Buffer) => {
+    lines.push(chunk);
+    flushNotes();
+  });
   statusPipe.on('end', () => {
     drained = true;
     finish();

@@ -22,6 +22,8 @@
  * closed without `event: end` (after `retry: 30000`): the EventSource reconnects.
  *
  * The stream, in order: `event: state` (data: the state; again on every change),
+ * `event: status` (data: the status text `<state> - <text>` as a JSON string; again on
+ * every change, before the state that came with it),
  * `event: skipped` (data: bytes left out at the start of a first connection, which sends
  * at most the last 256 KiB), chunk events (`id: <offset>`, data: the chunk's HTML as a
  * JSON string, because a log line may hold a CR that would break SSE framing), comment
@@ -107,6 +109,8 @@ export interface LiveTailOptions {
   id: string;
   /** The state the message had when the request came in. */
   state: string;
+  /** Its status text then. */
+  status: string;
   /** Its directory then. */
   dir: string;
   /** The byte offset to start from (Last-Event-ID or `?from=`); undefined on a first connection. */
@@ -142,8 +146,8 @@ export function createTailHub(gw: Gateway, log: Logger, limits: TailLimits): Tai
         // No answer (or e.g. `status: DOWN`): ask again next tick.
         if (loc === undefined) return;
         for (const v of poll.viewers) {
-          if (loc === 'missing') v.update('deleted', undefined);
-          else v.update(loc.state, loc.dir);
+          if (loc === 'missing') v.update('deleted', undefined, undefined);
+          else v.update(loc.state, loc.status, loc.dir);
         }
       })
       .catch((err: unknown) => log.error({ err: coerceError(err).message, queue, msg_id: id }, 'live tail: cannot ask the message state'))
@@ -231,6 +235,7 @@ class LiveTail {
   /** Bytes read but not sent yet (the unfinished line). */
   private pending = Buffer.alloc(0);
   private lastState: string;
+  private lastStatus: string;
   /** The message directory as last heard from the queue. */
   private dir: string;
   private lastWriteAt = Date.now();
@@ -248,6 +253,7 @@ class LiveTail {
     this.log = log;
     this.release = release;
     this.lastState = opts.state;
+    this.lastStatus = opts.status;
     this.dir = opts.dir;
   }
 
@@ -260,6 +266,7 @@ class LiveTail {
     res.flushHeaders();
     res.on('close', () => this.stop());
     this.send(`event: state\ndata: ${this.lastState}\n\n`);
+    this.sendStatus();
     if (ACTIVE_STATES.has(this.lastState)) this.pump();
     else this.finish(this.lastState);
   }
@@ -272,16 +279,25 @@ class LiveTail {
     else if (!this.closed && now - this.lastWriteAt >= HEARTBEAT_MS) this.send(': heartbeat\n\n');
   }
 
-  /** What the queue says now: the state (`deleted` when it no longer knows the message) and the directory. */
-  update(state: string, dir: string | undefined): void {
+  /** What the queue says now: the state (`deleted` when it no longer knows the message), the status text and the directory. */
+  update(state: string, status: string | undefined, dir: string | undefined): void {
     if (this.closed || this.ending) return;
     if (dir !== undefined) this.dir = dir;
+    if (status !== undefined && status !== this.lastStatus) {
+      this.lastStatus = status;
+      this.lastNewsAt = Date.now();
+      this.sendStatus();
+    }
     if (state === this.lastState) return;
     this.lastState = state;
     this.lastNewsAt = Date.now();
     this.send(`event: state\ndata: ${state}\n\n`);
     if (ACTIVE_STATES.has(state)) this.pump();
     else this.finish(state);
+  }
+
+  private sendStatus(): void {
+    this.send(`event: status\ndata: ${JSON.stringify(this.lastStatus)}\n\n`);
   }
 
   /** Read what the file has now (coalesced: one read queued at a time). */

@@ -1,6 +1,7 @@
 // The worker runner (spec/rq.md §3.1, §1.9): the argv that Ruby's exec(string) would use
-// for "<exec_prefix> <real script>", the start-marker time, the end of a run when the
-// queue process's loop was busy, and a start refused on a full disk (a small tmpfs, /dev/full).
+// for "<exec_prefix> <real script>", the start-marker time, stdio.log left as RQ wrote it and
+// the markers of the start, the status lines and the exit in timeline.log, the end of a run
+// when the queue process's loop was busy, and a start refused on a full disk (a small tmpfs, /dev/full).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -137,6 +138,36 @@ describe('spawnWorker', () => {
     worker.holdLines(false);
     await ended;
     expect(lines).toEqual(['run 1', 'done']);
+  });
+
+  /** A marker line of worker `pid` (lib/log-markers.ts), its time any, its text matching the pattern `text`. */
+  const marker = (pid: number, word: string, text: string): RegExp =>
+    new RegExp(`^${pid} - \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d [+-]\\d{4} - RQ ${word} - ${text}$`);
+  /** The start marker's pattern: the script's path. */
+  const started = (pid: number): RegExp => marker(pid, 'START', path.join(dir, 'worker.sh').replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  /** The script's output waits for its start marker, which may otherwise come after its first bytes. */
+  const afterStart = 'until grep -q "RQ START" stdio.log; do sleep 0.01; done\n';
+
+  it("leaves stdio.log as RQ wrote it: the start marker, then the script's output, nothing else", async () => {
+    const { worker, ended } = start(`${afterStart}printf "half "\necho "run one" >&3\necho out\necho "done two" >&3\necho err >&2\nprintf "last, unfinished"\nexit 3\n`);
+    await ended;
+    const log = fs.readFileSync(path.join(dir, 'stdio.log'), 'utf8').split('\n');
+    expect(log).toEqual(['', expect.stringMatching(started(worker.pid)), 'half out', 'err', 'last, unfinished']);
+  });
+
+  it('writes its start, each status line and its exit to timeline.log, one line each', async () => {
+    const { worker, ended } = start(`${afterStart}printf "half "\necho "run one" >&3\necho "done two" >&3\nexit 3\n`);
+    await ended;
+    const lines = fs.readFileSync(path.join(dir, 'timeline.log'), 'utf8').split('\n');
+    expect(lines).toEqual([
+      expect.stringMatching(started(worker.pid)),
+      expect.stringMatching(marker(worker.pid, 'STATUS', 'run one')),
+      expect.stringMatching(marker(worker.pid, 'STATUS', 'done two')),
+      expect.stringMatching(marker(worker.pid, 'EXIT', 'code 3 - ran \\d+ ms')),
+      '',
+    ]);
+    // The same start, at the same time, as in stdio.log.
+    expect(fs.readFileSync(path.join(dir, 'stdio.log'), 'utf8').split('\n')[1]).toBe(lines[0]);
   });
 
   /** A spec for a worker that would run for 5 s, its log at `logFile`. */

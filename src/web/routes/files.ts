@@ -178,7 +178,7 @@ export function fileRoutes(ctx: WebContext): Router {
     const queue = String(req.params['name']);
     const from = startOffset(req);
     const loc = await locateMessage(gw, queue, String(req.params['msg_id']));
-    tails.start(res, { queue: loc.queue, id: loc.id, state: loc.state, dir: loc.dir, from, open: (dir) => openIn(dir, area, name) });
+    tails.start(res, { queue: loc.queue, id: loc.id, state: loc.state, status: loc.status, dir: loc.dir, from, open: (dir) => openIn(dir, area, name) });
   };
   r.get('/q/:name/:msg_id/events/:log_name', events(LOGS, 'log_name'));
   r.get('/q/:name/:msg_id/events/attach/:attach_name', events(ATTACHMENTS, 'attach_name'));

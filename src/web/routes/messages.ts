@@ -38,6 +38,7 @@ import { checkMsgId, locateMessage, messageView } from '../lookups.js';
 import { param, params, removeUploads, uploads } from '../params.js';
 import { probeQueue, type QueueProbe } from '../../client/queue-probe.js';
 import { sendPage, urlFor } from '../render.js';
+import { timelineOf, type ValuePart } from '../timeline.js';
 import { dump, noSpace, refused, rqReply, webError } from '../web-errors.js';
 import type { ReplyOf } from '../../rpc/queue-api.js';
 
@@ -77,12 +78,6 @@ interface Target {
   q: string;
   queue: string;
   id: string;
-}
-
-/** A piece of a shown value: text, and a link target when it is a link. */
-interface ValuePart {
-  text: string;
-  href?: string;
 }
 
 interface SummaryRow {
@@ -323,6 +318,7 @@ export function messageRoutes(ctx: WebContext): Router {
       q,
       id,
       state,
+      timeline: state === 'prep' ? undefined : await timelineOf(gw, view, q, id, root),
       jobStatus: status.startsWith(`${state} - `) ? status.slice(state.length + 3) : '',
       rows: summaryRows(view, q, root),
       attachments: attachmentRows(view, q, id, root),

@@ -9,7 +9,9 @@
  *
  * At most MAX_LINES lines stay in the page; older chunks are dropped from the top. Each
  * change is announced as a `tail:lines` event on the section ({first, count}: lines
- * dropped, lines received) for the tail viewer's line counter.
+ * dropped, lines received) for the tail viewer's line counter. The stream's news of the
+ * message goes to the section too, for the message page (message-live.js): `tail:state`
+ * (the state), `tail:status` (the status text) and `tail:end` (the final state).
  */
 (function () {
   'use strict';
@@ -24,6 +26,10 @@
 
   function showState(text) {
     if (stateEl) stateEl.textContent = text;
+  }
+
+  function announce(name, detail) {
+    section.dispatchEvent(new CustomEvent(name, { detail: detail }));
   }
 
   function countLines(text) {
@@ -43,7 +49,7 @@
       dropped += old;
     }
     if (!follow || follow.checked) out.scrollTop = out.scrollHeight;
-    section.dispatchEvent(new CustomEvent('tail:lines', { detail: { first: dropped, count: dropped + kept } }));
+    announce('tail:lines', { first: dropped, count: dropped + kept });
   }
 
   function note(text) {
@@ -64,11 +70,16 @@
   });
   source.addEventListener('state', function (e) {
     showState(e.data);
+    announce('tail:state', e.data);
+  });
+  source.addEventListener('status', function (e) {
+    announce('tail:status', JSON.parse(e.data));
   });
   source.addEventListener('end', function (e) {
     source.close();
     showState(e.data);
     section.classList.add('tail-ended');
+    announce('tail:end', e.data);
   });
   // CLOSED: the server refused (e.g. 503, too many live tails); CONNECTING: it closed an idle stream or the network went.
   source.onerror = function () {
