@@ -6,6 +6,7 @@
 import * as v from 'valibot';
 import { inQueueConfig, parseConfigValue } from './config-check.js';
 import { RqError } from './errors.js';
+import { PROTOCOL_NAMES, type ProtocolName } from './main-config.js';
 import { PARAM_KEYS, isPlainObject } from './message.js';
 import { checkCleaner, normaliseCleaner, serialisedCleaner, type CleanerConfig } from './retention.js';
 import { rubyToI } from './ruby.js';
@@ -43,6 +44,12 @@ export interface QueueConfig {
   timeout: number | null;
   /** Beyond RQ: how long done, relayed and err messages are kept (retention.ts). */
   cleaner: CleanerConfig;
+  /**
+   * Beyond RQ: the pull front door that made the queue (rq-mgr's `create_pull_queue`
+   * writes it), shown on the dashboard; null for any other queue, and for a pull queue
+   * made before doors were recorded.
+   */
+  door: ProtocolName | null;
 }
 
 /** The checked `timeout`: seconds above 0, or absent or null for none. */
@@ -91,6 +98,7 @@ export function normaliseQueueConfig(raw: Record<string, unknown>): QueueConfig 
     schedule,
     timeout: typeof timeout === 'number' && timeout > 0 ? timeout : null,
     cleaner: normaliseCleaner(raw['cleaner']),
+    door: PROTOCOL_NAMES.find((d) => d === raw['door']) ?? null,
   });
 }
 
@@ -126,5 +134,6 @@ export function serialiseQueueConfig(c: QueueConfig): string {
   if (c.timeout !== null) out['timeout'] = c.timeout;
   const cleaner = serialisedCleaner(c.cleaner);
   if (cleaner !== undefined) out['cleaner'] = cleaner;
+  if (c.door !== null) out['door'] = c.door;
   return JSON.stringify(out);
 }
