@@ -66,6 +66,16 @@ function paramList(value: unknown): number[] {
   return Array.isArray(value) ? value.map(rubyToI) : [];
 }
 
+/** A config object's script as every load reads it ('' for none: a pull queue). */
+export function scriptOf(raw: Record<string, unknown>): string {
+  return asText(raw['script'] ?? '');
+}
+
+/** A config object's pull front door, when it names one. */
+export function doorOf(raw: Record<string, unknown>): ProtocolName | null {
+  return PROTOCOL_NAMES.find((d) => d === raw['door']) ?? null;
+}
+
 /** Normalise a parsed config object the way RQ does at every load. */
 export function normaliseQueueConfig(raw: Record<string, unknown>): QueueConfig {
   let coalesce = paramList(raw['coalesce_params']);
@@ -89,7 +99,7 @@ export function normaliseQueueConfig(raw: Record<string, unknown>): QueueConfig 
   const timeout = raw['timeout'];
   return Object.freeze({
     name: asText(raw['name'] ?? ''),
-    script: asText(raw['script'] ?? ''),
+    script: scriptOf(raw),
     num_workers: rubyToI(raw['num_workers']),
     exec_prefix: typeof raw['exec_prefix'] === 'string' ? raw['exec_prefix'] : null,
     env_vars: envVars,
@@ -98,7 +108,7 @@ export function normaliseQueueConfig(raw: Record<string, unknown>): QueueConfig 
     schedule,
     timeout: typeof timeout === 'number' && timeout > 0 ? timeout : null,
     cleaner: normaliseCleaner(raw['cleaner']),
-    door: PROTOCOL_NAMES.find((d) => d === raw['door']) ?? null,
+    door: doorOf(raw),
   });
 }
 

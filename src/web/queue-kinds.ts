@@ -4,13 +4,17 @@
  * a pull queue the front door that made it (config.json's `door`; "pull" when none is
  * recorded) and its group on the overview (lmstfy's `<namespace>.<queue>` by namespace).
  * A queue's kind is read from its config.json once and kept while the file's inode, size
- * and mtime stay the same, so the overview costs one stat per queue, not one read.
+ * and mtime stay the same. The overview checks that at most once every RECHECK_MS (30 s) per queue
+ * (a kind changes only when a config is edited by hand, or a queue deleted and made
+ * again), so with thousands of queues most overviews cost no file access for kinds; a
+ * queue's own page checks its file each time.
  */
 import fs from 'node:fs';
-import { isPlainObject } from '../domain/message.js';
-import { normaliseQueueConfig } from '../domain/queue-config.js';
+import path from 'node:path';
 import type { ProtocolName } from '../domain/main-config.js';
-import { queueLayout, type RootLayout } from '../store/layout.js';
+import { isPlainObject } from '../domain/message.js';
+import { doorOf, scriptOf } from '../domain/queue-config.js';
+import type { RootLayout } from '../store/layout.js';
 import { isBuiltinQueue } from './gateway.js';
 
 export const KINDS = ['script', 'pull', 'builtin'] as const;
@@ -34,9 +38,9 @@ export function kindOf(name: string, configText: string | undefined): QueueKind 
   } catch {
     raw = undefined;
   }
-  const config = isPlainObject(raw) ? normaliseQueueConfig(raw) : undefined;
-  if (config === undefined || config.script !== '') return { kind: 'script', door: null, group: 'script queues', order: '1' };
-  const door = config.door;
+  // Only the two keys that say the kind are read (a whole normalisation per queue costs more, with thousands).
+  if (!isPlainObject(raw) || scriptOf(raw) !== '') return { kind: 'script', door: null, group: 'script queues', order: '1' };
+  const door = doorOf(raw);
   if (door === 'lmstfy') {
     const ns = name.slice(0, Math.max(0, name.indexOf('.')));
     return { kind: 'pull', door, group: `lmstfy namespace ${ns}`, order: `2 lmstfy ${ns}` };
@@ -44,38 +48,47 @@ export function kindOf(name: string, configText: string | undefined): QueueKind 
   return { kind: 'pull', door, group: `${door ?? 'pull'} queues`, order: `2 ${door ?? ''}` };
 }
 
+/** How long the overview takes a queue's kind as known without looking at its config.json again. */
+const RECHECK_MS = 30_000;
+
 /** The kinds of the queues of one install, remembered per config.json (see the file comment). */
 export class QueueKinds {
   private readonly root: RootLayout;
-  private readonly known = new Map<string, { key: string; kind: QueueKind }>();
+  private readonly known = new Map<string, { key: string; kind: QueueKind; checked: number }>();
 
   constructor(root: RootLayout) {
     this.root = root;
   }
 
-  /** The kind of each of these queues; the ones no longer named are forgotten. */
+  /** The kind of each of these queues (checked as the file comment says); the ones no longer named are forgotten. */
   of(names: readonly string[]): Map<string, QueueKind> {
+    const now = Date.now();
     const out = new Map<string, QueueKind>();
-    for (const name of names) out.set(name, this.one(name));
+    for (const name of names) {
+      const seen = this.known.get(name);
+      out.set(name, seen !== undefined && now - seen.checked < RECHECK_MS ? seen.kind : this.one(name));
+    }
     if (this.known.size > out.size) for (const name of this.known.keys()) if (!out.has(name)) this.known.delete(name);
     return out;
   }
 
-  /** The kind of one queue. */
+  /** The kind of one queue, its config.json checked now. */
   one(name: string): QueueKind {
-    const file = queueLayout(this.root, name).configFile;
+    const file = path.join(this.root.queuesDir, name, 'config.json');
     const st = fs.statSync(file, { throwIfNoEntry: false });
     const key = st === undefined ? '' : `${st.ino}:${st.size}:${st.mtimeMs}`;
     const seen = this.known.get(name);
-    if (seen !== undefined && seen.key === key) return seen.kind;
-    let text: string | undefined;
-    try {
-      text = st === undefined ? undefined : fs.readFileSync(file, 'utf8');
-    } catch {
-      text = undefined;
+    let kind = seen?.key === key ? seen.kind : undefined;
+    if (kind === undefined) {
+      let text: string | undefined;
+      try {
+        text = st === undefined ? undefined : fs.readFileSync(file, 'utf8');
+      } catch {
+        text = undefined;
+      }
+      kind = kindOf(name, text);
     }
-    const kind = kindOf(name, text);
-    this.known.set(name, { key, kind });
+    this.known.set(name, { key, kind, checked: Date.now() });
     return kind;
   }
 }

@@ -51,9 +51,15 @@ function pageOfQueues(all: readonly string[], filter: string, requested: number,
 
 /** The main page's order: by group (QueueKind's `order`), by name within one (the names come sorted); of kind `kind` only, unless ''. */
 function grouped(names: readonly string[], kinds: ReadonlyMap<string, QueueKind>, kind: Kind | ''): string[] {
-  const order = (n: string): string => kinds.get(n)?.order ?? '';
-  const shown = kind === '' ? [...names] : names.filter((n) => kinds.get(n)?.kind === kind);
-  return shown.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+  const groups = new Map<string, string[]>();
+  for (const name of names) {
+    const k = kinds.get(name);
+    if (k === undefined || (kind !== '' && k.kind !== kind)) continue;
+    const group = groups.get(k.order);
+    if (group === undefined) groups.set(k.order, [name]);
+    else group.push(name);
+  }
+  return [...groups.keys()].sort().flatMap((order) => groups.get(order) ?? []);
 }
 
 export function overviewRoutes(ctx: WebContext): Router {
