@@ -145,6 +145,21 @@ describe('a pull queue on the dashboard', () => {
   });
 });
 
+describe('the pull queue buttons with bad input', () => {
+  it('answers a form without an id 400 with the reason, and a message that is not there with a flash, not an error page', async () => {
+    const web = started().web;
+    const none = await web.postForm('/q/test.jobs/pull/delete', { back: '/q/test.jobs' });
+    expect(none.status).toBe(400);
+    expect(await none.text()).toContain('The form must send id, the message id');
+    const gone = await web.follow(await web.postForm('/q/test.jobs/pull/respawn', { id: '20200101.0000.00.000.1', back: '/q/test.jobs?state=dead' }));
+    expect(gone.status).toBe(200);
+    expect(await gone.text()).toContain('Message 20200101.0000.00.000.1 is not in the dead letter (any more): nothing respawned');
+    // A queue that runs a script has no pull buttons: the queue says why.
+    const script = await web.follow(await web.postForm('/q/plain/pull/delete', { id: '20200101.0000.00.000.1', back: '/q/plain' }));
+    expect(await script.text()).toMatch(/Message 20200101.0000.00.000.1 not deleted: queue plain runs a script/);
+  });
+});
+
 describe('the overview with kinds and groups', () => {
   it('marks each queue with its kind or door and groups the rows: script, pull by door and lmstfy namespace, built-in', async () => {
     await waitFor(async () => (await (await fetch(`${web()}/q.json`)).text()).includes('other.mail'), 10_000, 'the queues to be listed');
