@@ -6,6 +6,7 @@
 import * as v from 'valibot';
 import { inQueueConfig, parseConfigValue } from './config-check.js';
 import { RqError } from './errors.js';
+import { PROTOCOL_NAMES, type ProtocolName } from './main-config.js';
 import { PARAM_KEYS, isPlainObject } from './message.js';
 import { checkCleaner, normaliseCleaner, serialisedCleaner, type CleanerConfig } from './retention.js';
 import { rubyToI } from './ruby.js';
@@ -43,6 +44,12 @@ export interface QueueConfig {
   timeout: number | null;
   /** Beyond RQ: how long done, relayed and err messages are kept (retention.ts). */
   cleaner: CleanerConfig;
+  /**
+   * Beyond RQ: the pull front door that made the queue (rq-mgr's `create_pull_queue`
+   * writes it), shown on the dashboard; null for any other queue, and for a pull queue
+   * made before doors were recorded.
+   */
+  door: ProtocolName | null;
 }
 
 /** The checked `timeout`: seconds above 0, or absent or null for none. */
@@ -57,6 +64,16 @@ function asText(value: unknown): string {
 
 function paramList(value: unknown): number[] {
   return Array.isArray(value) ? value.map(rubyToI) : [];
+}
+
+/** A config object's script as every load reads it ('' for none: a pull queue). */
+export function scriptOf(raw: Record<string, unknown>): string {
+  return asText(raw['script'] ?? '');
+}
+
+/** A config object's pull front door, when it names one. */
+export function doorOf(raw: Record<string, unknown>): ProtocolName | null {
+  return PROTOCOL_NAMES.find((d) => d === raw['door']) ?? null;
 }
 
 /** Normalise a parsed config object the way RQ does at every load. */
@@ -82,7 +99,7 @@ export function normaliseQueueConfig(raw: Record<string, unknown>): QueueConfig 
   const timeout = raw['timeout'];
   return Object.freeze({
     name: asText(raw['name'] ?? ''),
-    script: asText(raw['script'] ?? ''),
+    script: scriptOf(raw),
     num_workers: rubyToI(raw['num_workers']),
     exec_prefix: typeof raw['exec_prefix'] === 'string' ? raw['exec_prefix'] : null,
     env_vars: envVars,
@@ -91,6 +108,7 @@ export function normaliseQueueConfig(raw: Record<string, unknown>): QueueConfig 
     schedule,
     timeout: typeof timeout === 'number' && timeout > 0 ? timeout : null,
     cleaner: normaliseCleaner(raw['cleaner']),
+    door: doorOf(raw),
   });
 }
 
@@ -126,5 +144,6 @@ export function serialiseQueueConfig(c: QueueConfig): string {
   if (c.timeout !== null) out['timeout'] = c.timeout;
   const cleaner = serialisedCleaner(c.cleaner);
   if (cleaner !== undefined) out['cleaner'] = cleaner;
+  if (c.door !== null) out['door'] = c.door;
   return JSON.stringify(out);
 }

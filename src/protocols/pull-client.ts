@@ -27,6 +27,7 @@ import { QueueClient } from '../client/queue-client.js';
 import { Refused, isRefusal, refusalCode } from '../client/refusal.js';
 import { RqError } from '../domain/errors.js';
 import { extIdLinkName, isLinkedEntry, parseMarker, type ExtIdTarget } from '../domain/ext-id-names.js';
+import { PROTOCOL_NAMES } from '../domain/main-config.js';
 import { isValidQueueName } from '../domain/names.js';
 import type { State } from '../domain/states.js';
 import type { Logger } from '../lib/logger.js';
@@ -93,10 +94,14 @@ export class PullClient {
     return isValidQueueName(queue) && fs.existsSync(queueLayout(this.root, queue).configFile);
   }
 
-  /** Make a pull queue unless it exists (rq-mgr `create_pull_queue`; asking again once it exists is harmless). */
-  async ensure(queue: string): Promise<void> {
+  /**
+   * Make a pull queue unless it exists (rq-mgr `create_pull_queue`; asking again once it
+   * exists is harmless), recording the door that made it (a publish's `src`, a lease's owner).
+   */
+  async ensure(queue: string, by: string | undefined): Promise<void> {
     if (this.exists(queue)) return;
-    const reply = await this.mgr.send('create_pull_queue', queue, { timeoutMs: CALL_TIMEOUT_MS, repeatable: true });
+    const door = PROTOCOL_NAMES.find((d) => d === by);
+    const reply = await this.mgr.send('create_pull_queue', door === undefined ? queue : `${queue} ${door}`, { timeoutMs: CALL_TIMEOUT_MS, repeatable: true });
     if (!isRefusal(reply)) return;
     if (refusalCode(reply) === 'RQ_NO_SPACE') throw new RqError('RQ_NO_SPACE', reply[1]);
     throw new RqError('RQ_UPSTREAM', `rq-mgr did not make queue ${queue}: ${JSON.stringify(reply)}`);
@@ -118,20 +123,20 @@ export class PullClient {
   }
 
   async publish(queue: string, input: PublishInput): Promise<{ id: string; ext_id: string | null }> {
-    await this.ensure(queue);
+    await this.ensure(queue, input.src);
     return this.call(queue, (c) => c.publish(queue, publishArg(input)));
   }
 
   /** Upsert by external id (RQMS PUT): a new message, or the old one with this payload, a new rev and no lease. */
   async set(queue: string, extId: string, input: PublishInput): Promise<{ id: string; created: boolean }> {
-    await this.ensure(queue);
+    await this.ensure(queue, input.src);
     return this.call(queue, (c) => c.set(queue, { ...publishArg(input), ext_id: extId }));
   }
 
   /** Lease messages from the listed queues (see the file comment); [] when none came. */
   async lease(queues: readonly string[], o: LeaseOptions): Promise<PulledJob[]> {
     const arg: LeaseArg = { owner: o.owner, ttr_ms: o.ttr_ms, default_ttr_ms: o.default_ttr_ms };
-    if (o.create) for (const q of queues) await this.ensure(q);
+    if (o.create) for (const q of queues) await this.ensure(q, o.owner);
     const got: PulledJob[] = [];
     for (const q of queues) {
       if (got.length >= o.count || !this.exists(q)) continue;

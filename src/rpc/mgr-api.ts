@@ -30,6 +30,7 @@ export interface MgrApi {
   /** The argument is the JSON text of the form's `queue` fields. */
   create_queue: { arg: string; reply: Created | Fail };
   create_queue_link: { arg: string; reply: Created | Fail };
+  /** `<name>` or `<name> <door>`: the pull front door that makes it (lmstfy, cloudq, rqms, workq). */
   create_pull_queue: { arg: string; reply: Ok<string> | Fail };
   delete_queue: { arg: string; reply: Ok<'started deleting queue'> | Fail };
 }

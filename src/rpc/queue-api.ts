@@ -378,12 +378,12 @@ export interface QueueApi {
   peek: { arg: Partial<RefArg> & { all?: boolean }; reply: Ok<PulledView | null> | Fail };
   pull_stats: { arg: NoArg; reply: Ok<PullStats> | Fail };
   purge_ready: { arg: NoArg; reply: Ok<number> | Fail };
-  respawn: { arg: { limit?: number; ttl_ms?: number }; reply: Ok<number> | Fail };
+  respawn: { arg: { limit?: number; ttl_ms?: number; ref?: string }; reply: Ok<number> | Fail };
   dead_letter: { arg: { delete?: number }; reply: Ok<DeadLetter> | Fail };
   finish: { arg: RefArg & { success: boolean; result?: string; status?: string }; reply: Ok<{ id: string; state: State }> | Fail };
   result_wait: { arg: RefArg & { wait_ms?: number; lease_grace?: boolean }; reply: Ok<PullResult | null> | Fail };
   remove: { arg: RefArg; reply: Ok<{ id: string }> | Fail };
-  list: { arg: { which: 'ready' | 'delayed'; offset?: number; limit?: number }; reply: Ok<PulledView[]> | Fail };
+  list: { arg: { which: 'ready' | 'delayed' | 'leased' | 'dead'; offset?: number; limit?: number }; reply: Ok<PulledView[]> | Fail };
   /** Beyond RQ: one operation on up to BULK_BATCH messages (the dashboard's bulk actions). */
   bulk: { arg: BulkArg; reply: Ok<BulkResult> | Fail };
   /** Beyond RQ: a bulk move's other half: copies of another queue's messages made here; `made` maps each source id to its copy's short id. */

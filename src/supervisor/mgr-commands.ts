@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { RqError, asNoSpace, coerceError } from '../domain/errors.js';
 import { isTooDeep } from '../domain/json-depth.js';
+import { PROTOCOL_NAMES } from '../domain/main-config.js';
 import { isPlainObject } from '../domain/message.js';
 import { isNewRqQueueName, isProtocolQueueName, isValidQueueName } from '../domain/names.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../domain/queue-config.js';
@@ -161,10 +162,15 @@ export class MgrCommands {
   /**
    * create_pull_queue (beyond RQ): the queue a pull front door makes on first use, named
    * by the protocols' rule (names.ts), with no script, so its messages wait for external
-   * workers to lease them. Answers `["ok", name]` when the queue runs, whether it was
-   * made now or already there (two front doors may race to make it).
+   * workers to lease them. The argument is `<name>` or `<name> <door>` (a name has no
+   * space); the door (lmstfy, cloudq, rqms, workq) is written in the new queue's
+   * config.json for the dashboard. Answers `["ok", name]` when the queue runs, whether it
+   * was made now or already there (two front doors may race to make it).
    */
-  private async createPullQueue(name: string): Promise<unknown> {
+  private async createPullQueue(argument: string): Promise<unknown> {
+    const [name = '', given, ...rest] = argument.split(' ');
+    const door = PROTOCOL_NAMES.find((d) => d === given) ?? null;
+    if (rest.length > 0 || (given !== undefined && door === null)) return ['fail', `expected <name> or <name> <door> (${PROTOCOL_NAMES.join(', ')})`];
     if (!isProtocolQueueName(name)) return ['fail', 'queue name has invalid characters'];
     const existing = this.queues.get(name);
     if (existing) {
@@ -175,14 +181,14 @@ export class MgrCommands {
     if (!fs.existsSync(q.configFile)) {
       try {
         ensureQueueDirs(q);
-        writeFileDurably(q.configFile, serialiseQueueConfig(normaliseQueueConfig({ name, script: '', num_workers: 0 })));
+        writeFileDurably(q.configFile, serialiseQueueConfig(normaliseQueueConfig({ name, script: '', num_workers: 0, door })));
       } catch (e) {
         this.o.log.error({ queue: name, err: coerceError(e).message }, 'pull queue not created');
         return this.notCreated(e, q);
       }
     }
     if (this.queues.get(name) === undefined) await this.queues.startQueue(name);
-    this.o.log.info({ queue: name }, 'pull queue created');
+    this.o.log.info({ queue: name, door }, 'pull queue created');
     return ['ok', name];
   }
 

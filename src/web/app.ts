@@ -24,6 +24,7 @@ import type { WebContext } from './context.js';
 import { createGateway } from './gateway.js';
 import { budgeted, multipart, param, parseQuery } from './params.js';
 import { allowedHost, allowedIps, basicAuth, baseHeaders, methodsAndHeaders, pageSetup, relativeRoot, requireMgr, sameOrigin } from './pipeline.js';
+import { QueueKinds } from './queue-kinds.js';
 import { PUBLIC_DIR, sendPage } from './render.js';
 import { createResponder } from './respond.js';
 import { bulkRoutes } from './routes/bulk.js';
@@ -32,6 +33,7 @@ import { historyRoutes } from './routes/history.js';
 import { messageRoutes } from './routes/messages.js';
 import { opsRoutes } from './routes/ops.js';
 import { overviewRoutes } from './routes/overview.js';
+import { pullQueueActions } from './routes/pull-queue.js';
 import { queueRoutes } from './routes/queues.js';
 import { bodyOf, reasonOf, statusOf, webError } from './web-errors.js';
 
@@ -80,7 +82,7 @@ function errorStyle(req: Request): 'json' | 'page' | 'plain' {
 export function createApp(deps: AppDeps): Express {
   const { root, config, log } = deps;
   const gw = createGateway(root);
-  const ctx: WebContext = { config, gw, respond: createResponder(config), log };
+  const ctx: WebContext = { config, gw, respond: createResponder(config), log, kinds: new QueueKinds(root) };
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
@@ -96,7 +98,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(multipart());
   app.use(opsRoutes(ctx));
   app.use(requireMgr(gw));
-  app.use(overviewRoutes(ctx), queueRoutes(ctx), bulkRoutes(ctx), historyRoutes(ctx), fileRoutes(ctx), messageRoutes(ctx));
+  app.use(overviewRoutes(ctx), queueRoutes(ctx), bulkRoutes(ctx), historyRoutes(ctx), pullQueueActions(ctx), fileRoutes(ctx), messageRoutes(ctx));
 
   app.use((_req: Request, _res: Response, next: NextFunction) => next(webError('RQ_NOT_FOUND', 'no such route')));
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {

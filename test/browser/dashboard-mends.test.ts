@@ -100,7 +100,7 @@ describe('the dashboard pages that were broken', () => {
     await page().goto(`${web().base}/`);
     await page().click('#queue-list a[href="/q/test.q"]');
     expect(await page().textContent('main h2')).toBe('RQ : test.q');
-    expect(await page().textContent('#que-count')).toBe('1');
+    expect(await page().textContent('#ready-count')).toBe('1');
     const json = await page().goto(`${web().base}/q/test.q.json`);
     expect(json?.status()).toBe(200);
     const body = (await json!.json()) as { status: string; que_size: number; messages: { que: unknown[] } };

@@ -26,6 +26,7 @@ describe('normaliseQueueConfig', () => {
       timeout: null,
       // Beyond RQ (retention.ts): RQ's cleaner kept done and relayed 2 days.
       cleaner: CLEANER_DEFAULTS,
+      door: null,
     });
   });
 
@@ -228,6 +229,14 @@ describe('serialiseQueueConfig', () => {
     for (const c of configs) {
       expect(parseQueueConfig(serialiseQueueConfig(c), 'x')).toEqual(c);
     }
+  });
+
+  it('writes the door of a pull queue at the end, keeps it through a reload, and drops one that is no door', () => {
+    const text = serialiseQueueConfig(normaliseQueueConfig({ name: 'ns.q', script: '', num_workers: 0, door: 'lmstfy' }));
+    expect(text.endsWith(',"schedule":[],"door":"lmstfy"}')).toBe(true);
+    expect(parseQueueConfig(text, 'x').door).toBe('lmstfy');
+    expect(normaliseQueueConfig({ ...BASE, door: 'ftp' }).door).toBeNull();
+    expect(serialiseQueueConfig(normaliseQueueConfig(BASE))).not.toContain('door');
   });
 
   it('keeps a null exec_prefix null, so the default bash -lc survives a reload', () => {

@@ -37,6 +37,7 @@ import { PROBE_TIMEOUT_MS } from '../gateway.js';
 import { PAGE_PARAM, checkedParam, param, params, wholeNumber } from '../params.js';
 import { probeQueue } from '../../client/queue-probe.js';
 import { sendPage } from '../render.js';
+import { sendPullQueuePage } from './pull-queue.js';
 import { dump, refused, webError } from '../web-errors.js';
 import { filterOf } from './bulk.js';
 
@@ -356,7 +357,7 @@ export function queueRoutes(ctx: WebContext): Router {
     const q = gw.existing(name);
     if (type === 'txt') await queueText(res, q.name);
     else if (type === 'json') await queueJson(res, q.name);
-    else await queuePage(req, res, q);
+    else await queueOrPullPage(req, res, q);
   });
 
   /** RQ's queue text, exactly; `status: DOWN` also when the process does not answer. */
@@ -405,6 +406,13 @@ export function queueRoutes(ctx: WebContext): Router {
       relayed_size: c.relayed,
       messages: Object.fromEntries(STATES.map((s, i) => [s, lists[i]])),
     });
+  }
+
+  /** A pull queue's page is pull-queue.ts's; any other queue's is queuePage. */
+  async function queueOrPullPage(req: Request, res: Response, q: QueueLayout): Promise<void> {
+    const kind = ctx.kinds.one(q.name);
+    if (kind.kind === 'pull') await sendPullQueuePage(ctx, req, res, q, kind);
+    else await queuePage(req, res, q);
   }
 
   /** The dashboard's queue page: status, admin, config, schedule, one page of one state. */
