@@ -361,7 +361,8 @@ describe('GET /q/:name/:msg_id', () => {
     expect(html).toContain(`RQ : test : ${id}`);
     expect(html).toContain('<span class="msg-status" id="msg-status">all good</span>');
     expect(html).toMatch(new RegExp(`<form [^>]*action="/q/test/${id}/clone"><button [^>]*>Clone message</button>`));
-    expect(html).toMatch(new RegExp(`<form [^>]*action="/q/test/${id}/run_now"><button [^>]*>Run message \\(risky\\)</button>`));
+    // Run Now is for a waiting message only.
+    expect(html).not.toContain(`action="/q/test/${id}/run_now"`);
     expect(html).toContain('name="_method" value="delete"');
     expect(html).not.toContain('name="_method" value="destroy"');
     expect(html).toContain('No attachments.');
@@ -505,6 +506,7 @@ describe('clone, run now, delete, destroy, commit', () => {
 
   it('runs a waiting message now (route and _method=run_now): flash, 303 to the message page', async () => {
     const id = await create('idle', { due: Math.floor(Date.now() / 1000) + 3600 });
+    expect(await text(web().get(`/q/idle/${id}`))).toMatch(new RegExp(`<form [^>]*action="/q/idle/${id}/run_now"><button [^>]*>Run message \\(risky\\)</button>`));
     for (const [p, fields] of [[`/q/idle/${id}/run_now`, {}], [`/q/idle/${id}`, { _method: 'run_now' }]] as const) {
       const res = await web().postForm(p, fields);
       expect(res.status).toBe(303);

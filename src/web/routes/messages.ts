@@ -318,6 +318,7 @@ export function messageRoutes(ctx: WebContext): Router {
       q,
       id,
       state,
+      pull: ctx.kinds.one(q).kind === 'pull',
       timeline: state === 'prep' ? undefined : await timelineOf(gw, view, q, id, root),
       jobStatus: status.startsWith(`${state} - `) ? status.slice(state.length + 3) : '',
       rows: summaryRows(view, q, root),
