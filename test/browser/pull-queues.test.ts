@@ -98,6 +98,9 @@ describe('a pull queue on the dashboard', () => {
     expect(await page().locator('a', { hasText: 'New Message' }).count()).toBe(0);
     expect(await page().locator('button', { hasText: /run now/i }).count()).toBe(0);
     await docShot('pull-queue.png');
+    // Nor on a ready job's own page: a worker takes it when it leases.
+    await page().goto(`${web()}/q/test.jobs/${await shortIdOf(jobs.text)}`);
+    expect(await page().locator('#msg-actions').textContent()).not.toMatch(/Run message/);
   });
 
   it('shows delayed jobs with their due time, and leased ones with owner, deadline and tries left', async () => {
