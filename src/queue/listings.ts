@@ -48,7 +48,7 @@ export interface ListingRow {
 }
 
 /** One message of a state's listing, with what memory holds of it. */
-interface Listed {
+export interface Listed {
   id: string;
   /** Its que index entry (que, and the duplicates held aside). */
   entry?: QueEntry;
@@ -96,7 +96,7 @@ export function messages(s: QueueState, state: State, offset: number, limit: num
  * memory for prep, que (without the held duplicates), run and err; for done and
  * relayed the hashed tree, walked only as far as the caller reads.
  */
-function listing(s: QueueState, state: State, offset: number, limit: number): Iterable<Listed> {
+export function listing(s: QueueState, state: State, offset: number, limit: number): Iterable<Listed> {
   switch (state) {
     case 'prep':
       return s.prep.slice(offset, offset + limit).map((id) => ({ id }));
