@@ -80,7 +80,7 @@ export function listView(req: Request): ListView {
   return { state: stateText as State | undefined, fields, filter, sort: sortText as RowSort | undefined, size, page: Number(pageText ?? 1) };
 }
 
-/** The query string of a view (without `?`), with `change` applied; defaults left out. */
+/** The query string of a view (without `?`), with `change` applied; defaults left out, but a page asked for. */
 export function viewQuery(view: { state: State; fields: FilterFields; sort: RowSort | undefined; size: number; page: number }, change: { state?: State; sort?: RowSort | undefined; page?: number } = {}): string {
   const q = new URLSearchParams({ state: change.state ?? view.state });
   for (const [k, value] of Object.entries(view.fields)) q.set(k, value);
@@ -88,6 +88,6 @@ export function viewQuery(view: { state: State; fields: FilterFields; sort: RowS
   if (sort !== undefined) q.set('sort', sort);
   if (view.size !== PAGE_SIZES[0]) q.set('size', String(view.size));
   const page = change.page ?? (change.state !== undefined || 'sort' in change ? 1 : view.page);
-  if (page !== 1) q.set('page', String(page));
+  if (page !== 1 || change.page !== undefined) q.set('page', String(page));
   return q.toString();
 }

@@ -7,6 +7,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { ListRow, RowsReply } from '../../src/rpc/queue-api.js';
 import { TestRoot, shortId, useTestRoot, waitFor } from '../helpers/install.js';
+import { sharedInstall } from '../helpers/web.js';
 
 const root = useTestRoot();
 let t: TestRoot;
@@ -104,5 +105,45 @@ describe('rows', () => {
     expect(await t.rpc('args', 'rows', { state: 'que', sort: 'size' })).toEqual(fail(`'sort' must be one of created, -created, finished, -finished, duration, -duration, got "size"`));
     expect(await t.rpc('args', 'rows', { state: 'que', limit: 0 })).toEqual(fail(`'limit' must be an integer >= 1 and <= 1000, got 0`));
     expect(await t.rpc('args', 'ping', '')).toEqual(['pong']);
+  });
+});
+
+describe('the queue page view', () => {
+  const { t: web0, web } = sharedInstall({ setup: (root) => root.addQueue({ name: 'lists', script: 'done.sh', num_workers: 0 }) });
+
+  it('narrows the rows by the filter in its URL and counts the matches', async () => {
+    const a = shortId(await web0().send('lists', { param1: 'alpha', src: 'billing' }));
+    const b = shortId(await web0().send('lists', { param1: 'beta' }));
+    const html = async (q: string): Promise<string> => {
+      const res = await web().get(`/q/lists?${q}`);
+      expect(res.status, q).toBe(200);
+      return res.text();
+    };
+    const listed = (page: string): string[] => [...page.matchAll(/<tr data-id="([^"]+)">/g)].map((m) => m[1]!);
+    expect(listed(await html('state=que'))).toEqual([a, b]);
+    expect(listed(await html('state=que&param1=alp'))).toEqual([a]);
+    expect(listed(await html('state=que&src=bill&sort=-created&size=100'))).toEqual([a]);
+    const narrowed = await html('state=que&text=beta');
+    expect(listed(narrowed)).toEqual([b]);
+    expect(narrowed).toContain('<span class="matching-count">1</span> matching of 2');
+    expect(narrowed).toContain(`<input type="checkbox" name="ids" value="${b}" form="bulk-form"`);
+    expect(listed(await html('state=que&from=2000-01-01T00:00&to=2000-01-02T00:00'))).toEqual([]);
+  });
+
+  it('answers a bad field with a 400 that names it', async () => {
+    for (const [q, field] of [
+      ['state=nope', 'state'],
+      ['sort=size', 'sort'],
+      ['size=7', 'size'],
+      ['page=0', 'page'],
+      ['from=yesterday', 'from'],
+      ['to=2026-02-30T10:00', 'to'],
+      ['param1[]=a', 'param1'],
+      ['text=a&text=b', 'text'],
+    ] as const) {
+      const res = await web().get(`/q/lists?${q}`);
+      expect(res.status, q).toBe(400);
+      expect(await res.text(), q).toContain(`'${field}' must be`);
+    }
   });
 });
