@@ -22,7 +22,7 @@ import path from 'node:path';
 import { PARAM_KEYS, isPlainObject, type Message } from '../domain/message.js';
 import type { State } from '../domain/states.js';
 import type { MessageStore, MoveOptions } from '../store/message-store.js';
-import { BigParam, compactParams, indexedParam, journalParams, lineParams } from '../store/que-index.js';
+import { BigParam, compactParams, indexedParam, journalParams, lineParams, type QueEntry } from '../store/que-index.js';
 
 /** A status line longer than this is read from its file, not kept. */
 const MAX_STATUS_CHARS = 512;
@@ -36,6 +36,22 @@ interface RunFacts {
   msg: Message;
   startedAt?: number;
   exit?: string;
+}
+
+/** What a record takes of the message itself: from its `msg`, or from its que index entry. */
+type Facts = Pick<FinishedRecord, 'count' | 'src' | 'params'>;
+
+function factsOfMsg(msg: Message): Facts {
+  return {
+    count: typeof msg.count === 'number' ? msg.count : null,
+    src: msg.src === undefined || msg.src === null ? undefined : indexedParam(msg.src),
+    params: compactParams(PARAM_KEYS.map((k) => msg[k] ?? null)),
+  };
+}
+
+/** An entry's facts, when it knows them (a line of an older journal does not). */
+function factsOfEntry(e: QueEntry): Facts | undefined {
+  return e.count === undefined ? undefined : { count: e.count, src: e.src, params: e.params };
 }
 const isFinal = (st: State): st is FinalState => st === 'done' || st === 'relayed' || st === 'err';
 
@@ -208,41 +224,33 @@ function parseLine(line: string): FinishedRecord | undefined {
   };
 }
 
-/** The record of a message that has just entered `state`, from its `msg` and its run (when it ran). */
-function recordOf(id: string, state: FinalState, msg: Message, run: RunFacts | undefined, opts: MoveOptions): FinishedRecord {
-  const count = typeof msg.count === 'number' ? msg.count : null;
-  const started = run?.startedAt ?? msg.lease?.at ?? null;
+/** The record of a message that has just entered `state`, from what is known of it and of its run (when it ran). */
+function recordOf(id: string, state: FinalState, facts: Facts, run: RunFacts | undefined, opts: MoveOptions): FinishedRecord {
+  const started = run?.startedAt ?? run?.msg.lease?.at ?? null;
   // The move writes the status given; without one, the file an earlier run wrote may be there (read when needed).
   const given = opts.status === undefined ? undefined : (opts.status ?? '');
   const line = given !== undefined && given.length <= MAX_STATUS_CHARS ? given : undefined;
-  return {
-    id,
-    state,
-    started,
-    finished: Date.now(),
-    exit: run?.exit ?? null,
-    count,
-    src: msg.src === undefined || msg.src === null ? undefined : indexedParam(msg.src),
-    params: compactParams(PARAM_KEYS.map((k) => msg[k] ?? null)),
-    line,
-  };
+  return { id, state, started, finished: Date.now(), exit: run?.exit ?? null, ...facts, line };
 }
 
 /**
  * The store, with every move into or out of done, relayed and err told to `records`: a
- * move into one of them adds the message's record (its `msg` is the one the move wrote,
- * else its run's; a message of neither is not recorded, and is listed from its files), a
- * move out of one, a removal or a rewrite there forgets it.
+ * move into one of them adds the message's record (from the `msg` the move wrote, else
+ * its run's, else its que index entry, taken before the move; a message of none is not
+ * recorded, and is listed from its files), a move out of one, a removal or a rewrite
+ * there forgets it.
  */
-export function recordingStore(store: MessageStore, records: FinishedRecords, runOf: (id: string) => RunFacts | undefined): MessageStore {
+export function recordingStore(store: MessageStore, records: FinishedRecords, runOf: (id: string) => RunFacts | undefined, queued: (id: string) => QueEntry | undefined): MessageStore {
   return {
     ...store,
     async move(id, from, to, opts = {}) {
-      await store.move(id, from, to, opts);
-      if (isFinal(from)) records.forget(id);
       const run = runOf(id);
       const msg = opts.msg ?? run?.msg;
-      if (msg !== undefined) records.add(recordOf(id, to, msg, run, opts));
+      const entry = msg === undefined && from === 'que' ? queued(id) : undefined;
+      await store.move(id, from, to, opts);
+      if (isFinal(from)) records.forget(id);
+      const facts = msg !== undefined ? factsOfMsg(msg) : entry !== undefined ? factsOfEntry(entry) : undefined;
+      if (facts !== undefined) records.add(recordOf(id, to, facts, run, opts));
     },
     async enqueue(id, from, opts) {
       const entry = await store.enqueue(id, from, opts);

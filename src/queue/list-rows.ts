@@ -17,7 +17,7 @@ import type { State } from '../domain/states.js';
 import type { ListRow, RowFilter, RowSort, RowsReply } from '../rpc/queue-api.js';
 import { BigParam } from '../store/que-index.js';
 import type { FinishedRecord } from './finished-records.js';
-import { listing, type Listed } from './listings.js';
+import { everyListed, listing, type Listed } from './listings.js';
 import { readMoving, statusText } from './lookup.js';
 import { numMessages, type QueueState } from './state.js';
 
@@ -158,13 +158,6 @@ function matches(item: Item, f: RowFilter): boolean {
 }
 
 const isFiltered = (f: RowFilter): boolean => Object.values(f).some((x) => x !== undefined);
-
-/** The messages of a state in `messages` order, all of them: done and relayed from their records when every one has one. */
-function everyListed(s: QueueState, state: State): Iterable<Listed> {
-  if ((state === 'done' || state === 'relayed') && s.finished.size(state) === s.counts[state]) return s.finished.ids(state).map((id) => ({ id }));
-  if (state === 'err') return s.errIds.descending(0, Infinity).map((id) => ({ id }));
-  return listing(s, state, 0, Infinity);
-}
 
 /** The sort key of an item: a number, or null (listed last in either direction). */
 function sortKey(item: Item, sort: RowSort): number | null {

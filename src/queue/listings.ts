@@ -8,6 +8,7 @@ import { PARAM_KEYS, type Message } from '../domain/message.js';
 import type { State } from '../domain/states.js';
 import { BigParam, type QueEntry } from '../store/que-index.js';
 import { readMoving, statusText, viewOf, type MessageView } from './lookup.js';
+import type { FinishedRecord } from './finished-records.js';
 import type { QueueState, RunEntry } from './state.js';
 
 /** A search lets other events in after this many file reads. */
@@ -59,12 +60,17 @@ export interface Listed {
 /** A field of a read view that a que index entry does not hold. */
 const NOT_IN_ENTRY = Symbol('not in the index entry');
 
-/** A field of a message's read view from its que index entry: `dest`, `due`, the params but big ones. */
-function entryField(entry: QueEntry, field: string): unknown {
-  if (field === 'dest') return entry.dest;
-  if (field === 'due') return entry.due;
+/**
+ * A field of a message's read view from its que index entry (`dest`, `due`) or its
+ * finished record, and from either the params but big ones, and `src` when known and not big.
+ */
+function entryField(known: QueEntry | FinishedRecord, field: string): unknown {
+  const isEntry = 'dueMs' in known;
+  if (isEntry && field === 'dest') return known.dest;
+  if (isEntry && field === 'due') return known.due;
   const param = (PARAM_KEYS as readonly string[]).indexOf(field);
-  const value = param >= 0 ? entry.params[param] : NOT_IN_ENTRY;
+  const srcKnown = field === 'src' && (!isEntry || known.count !== undefined);
+  const value = param >= 0 ? known.params[param] : srcKnown ? known.src : NOT_IN_ENTRY;
   return value instanceof BigParam ? NOT_IN_ENTRY : value;
 }
 
@@ -205,9 +211,23 @@ export async function search(s: QueueState, q: SearchQuery): Promise<SearchResul
   return { messages: found, scanned, truncated: false };
 }
 
+/**
+ * Every message of a state in `messages` order: done and relayed from their finished
+ * records when every one of them has one (no directory is listed), else from the tree.
+ * A finished run whose directory is already there (its commit still syncing, so not yet
+ * recorded, and no longer listed in run) comes first.
+ */
+export function everyListed(s: QueueState, state: State): Iterable<Listed> {
+  if ((state === 'done' || state === 'relayed') && s.finished.size(state) === s.counts[state]) {
+    const arriving = [...s.run.values()].filter((run) => run.finishing && s.finished.get(run.id) === undefined && s.store.exists(state, run.id));
+    return [...arriving.map((run) => ({ id: run.id })), ...s.finished.ids(state).map((id) => ({ id }))];
+  }
+  return listing(s, state, 0, Infinity);
+}
+
 /** A state's listing for `search`: que also has the duplicates held aside, after the list. */
 function* searchListing(s: QueueState, state: State): Generator<Listed> {
-  yield* listing(s, state, 0, Infinity);
+  yield* everyListed(s, state);
   if (state === 'que') for (const entry of [...s.held.values()].flat()) yield { id: entry.id, entry };
 }
 
@@ -231,10 +251,16 @@ function lazyView(s: QueueState, listed: State, { id, entry, run }: Listed): { f
     }
     return msg;
   };
+  const rec = listed === 'done' || listed === 'relayed' || listed === 'err' ? s.finished.get(id) : undefined;
   const statusOf = (): string => {
     if (status?.state !== state) {
-      reads++;
-      status = { state, text: statusText(s, state, id) };
+      // Memory knows it when it has no status file (its que entry says so) or its record kept its line.
+      if (state === 'que' && entry?.noStatus) status = { state, text: state };
+      else if (rec?.state === state && rec.line !== undefined) status = { state, text: `${state} - ${rec.line}` };
+      else {
+        reads++;
+        status = { state, text: statusText(s, state, id) };
+      }
     }
     return status.text;
   };
@@ -247,7 +273,8 @@ function lazyView(s: QueueState, listed: State, { id, entry, run }: Listed): { f
       if (f === 'state') return state;
       if (f === 'path') return s.layout.displayPath(state, id);
       if (f === 'status') return statusOf();
-      const known = msg === undefined && entry !== undefined ? entryField(entry, f) : NOT_IN_ENTRY;
+      const inMemory = entry ?? (rec?.state === state ? rec : undefined);
+      const known = msg === undefined && inMemory !== undefined ? entryField(inMemory, f) : NOT_IN_ENTRY;
       if (known !== NOT_IN_ENTRY) return known;
       const m = msgOf();
       return Object.hasOwn(m, f) ? m[f] : undefined;

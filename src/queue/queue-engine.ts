@@ -67,7 +67,7 @@ export function createQueue(deps: QueueDeps, config: QueueConfig): QueueState {
   // The parts below reach the state through `s` once it is made.
   const s: QueueState = {
     ...deps,
-    store: recordingStore(deps.store, finished, (id) => s.run.get(id)),
+    store: recordingStore(deps.store, finished, (id) => s.run.get(id), (id) => s.que.get(id)),
     finished,
     name,
     config,
