@@ -58,7 +58,7 @@ class Item {
 
   /** param1..4 (index 0..3). */
   param(i: number): unknown {
-    const known = this.listed.entry?.params[i] ?? this.rec?.params[i];
+    const known = (this.listed.entry ?? this.rec)?.params[i];
     if (known !== undefined && !(known instanceof BigParam) && this.msg === undefined) return known;
     return this.msgOf()[PARAM_KEYS[i]!] ?? null;
   }
@@ -144,9 +144,11 @@ function shown(value: unknown): string | null {
 const has = (value: unknown, text: string): boolean => textOf(value)?.includes(text) ?? false;
 
 function matches(item: Item, f: RowFilter): boolean {
-  const created = item.created();
-  if (f.from !== undefined && (created === null || created < f.from * 1000)) return false;
-  if (f.to !== undefined && (created === null || created >= f.to * 1000)) return false;
+  if (f.from !== undefined || f.to !== undefined) {
+    const created = item.created();
+    if (f.from !== undefined && (created === null || created < f.from * 1000)) return false;
+    if (f.to !== undefined && (created === null || created >= f.to * 1000)) return false;
+  }
   for (const [i, key] of PARAM_KEYS.entries()) {
     const want = f[key];
     if (want !== undefined && !has(item.param(i), want)) return false;
@@ -159,11 +161,11 @@ function matches(item: Item, f: RowFilter): boolean {
 
 const isFiltered = (f: RowFilter): boolean => Object.values(f).some((x) => x !== undefined);
 
-/** The sort key of an item: a number, or null (listed last in either direction). */
-function sortKey(item: Item, sort: RowSort): number | null {
+/** The sort key of an item, or null (listed last in either direction); created is the id, whose text sorts as its time. */
+function sortKey(item: Item, sort: RowSort): number | string | null {
   switch (sort.replace(/^-/, '')) {
     case 'created':
-      return item.created();
+      return item.id;
     case 'finished':
       return item.finished();
     default:
@@ -182,12 +184,9 @@ export async function listRows(s: QueueState, state: State, filter: RowFilter, s
     const items = Array.from(listing(s, state, offset, limit), (listed) => new Item(s, state, listed));
     return { total, matching: total, rows: await rowsOf(items) };
   }
-  const found: { item: Item; key: number | null }[] = [];
+  const found: { item: Item; key: number | string | null }[] = [];
   let reads = 0;
-  const seen = new Set<string>();
   for (const listed of everyListed(s, state)) {
-    if (seen.has(listed.id)) continue;
-    seen.add(listed.id);
     const item = new Item(s, state, listed);
     try {
       if (matches(item, filter)) found.push({ item, key: sort === undefined ? null : sortKey(item, sort) });
@@ -203,7 +202,7 @@ export async function listRows(s: QueueState, state: State, filter: RowFilter, s
   if (sort !== undefined) {
     const sign = sort.startsWith('-') ? -1 : 1;
     // Stable: equal keys keep the listing's order; no key goes last.
-    found.sort((a, b) => (a.key === null ? (b.key === null ? 0 : 1) : b.key === null ? -1 : sign * (a.key - b.key)));
+    found.sort((a, b) => (a.key === null ? (b.key === null ? 0 : 1) : b.key === null ? -1 : a.key < b.key ? -sign : a.key > b.key ? sign : 0));
   }
   return { total, matching: found.length, rows: await rowsOf(found.slice(offset, offset + limit).map((f) => f.item)) };
 }

@@ -186,6 +186,7 @@ export async function search(s: QueueState, q: SearchQuery): Promise<SearchResul
       if (taken >= q.limit) return { messages: found, scanned, truncated: true };
       if (matched.has(item.id)) continue;
       scanned++;
+      if (text !== undefined && textInMemory(s, state, item, text) === false) continue;
       const view = lazyView(s, state, item);
       try {
         const isMatch =
@@ -223,6 +224,27 @@ export function everyListed(s: QueueState, state: State): Iterable<Listed> {
     return [...arriving.map((run) => ({ id: run.id })), ...s.finished.ids(state).map((id) => ({ id }))];
   }
   return listing(s, state, 0, Infinity);
+}
+
+/**
+ * Whether the free text is in a message's id, a param or its status text, from memory
+ * alone (its que index entry or finished record); undefined when memory lacks one of them
+ * (a big param, a status file it may have). Lets a search pass over a message that
+ * cannot match without making its view.
+ */
+function textInMemory(s: QueueState, state: State, { id, entry }: Listed, text: string): boolean | undefined {
+  const rec = entry === undefined && (state === 'done' || state === 'relayed' || state === 'err') ? s.finished.get(id) : undefined;
+  const known = entry ?? (rec?.state === state ? rec : undefined);
+  if (known === undefined) return undefined;
+  if (id.includes(text)) return true;
+  let unknown = false;
+  for (const p of known.params) {
+    if (p instanceof BigParam) unknown = true;
+    else if (fieldMatches(p, text, false)) return true;
+  }
+  const status = entry?.noStatus ? state : rec?.line !== undefined ? `${state} - ${rec.line}` : undefined;
+  if (status === undefined) return undefined;
+  return status.includes(text) ? true : unknown ? undefined : false;
 }
 
 /** A state's listing for `search`: que also has the duplicates held aside, after the list. */
