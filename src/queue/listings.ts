@@ -2,7 +2,8 @@
  * Reads of many messages, for the web: the `messages` pages of a state and `search`. Both
  * go through memory: pages (offset, limit) are slices of the in-memory lists, and a search
  * checks what memory knows before it reads any file. done and relayed are walked in the
- * hashed tree, only as far as the caller reads.
+ * hashed tree, only as far as the caller reads, except by a whole scan (everyListed) when
+ * every message of the state has a finished record (finished-records.ts).
  */
 import { PARAM_KEYS, type Message } from '../domain/message.js';
 import type { State } from '../domain/states.js';
@@ -163,11 +164,13 @@ function listingRow(s: QueueState, state: State, { id, entry, run }: Listed): Li
  * no `_attachments`: hashing every attachment would make a search as slow as the queue
  * is big.
  *
- * Fast on a big queue: a state is listed only when the scan reaches it (done and
- * relayed directory by directory), and each field is taken from memory when memory
- * has it (lazyView), so a file is read only for a field memory lacks, or for a match
- * past the offset. A waiting message's status is not in memory: a resent one keeps the
- * status file its run wrote, across restarts too. A message that moves on to a later
+ * Fast on a big queue: a state is listed only when the scan reaches it (see
+ * everyListed), a message that memory shows cannot hold the free text is passed over
+ * (textInMemory), and each field is taken from memory when memory has it (lazyView,
+ * from a que index entry or a finished record), so a file is read only for a field
+ * memory lacks, or for a match past the offset. A waiting message's status text is in
+ * memory when its entry knows it has no status file (it never ran); a resent one keeps
+ * the status file its run wrote, across restarts too, and that is read. A message that moves on to a later
  * state during the scan is matched once. A match whose `msg` cannot be read is counted
  * but not shown, so pages never overlap. The scan stops at `limit` matches and lets
  * other events in every SEARCH_READS_PER_TURN file reads.

@@ -7,7 +7,8 @@
  *
  * The parts: commands/ (one file per RPC command, the table in commands/index.ts, run by
  * run-command.ts), dispatch.ts and finish-run.ts (scripts: pump → spawn → exit → move),
- * reports.ts (a script's status pipe), lookup.ts and listings.ts (reads), timers.ts and
+ * reports.ts (a script's status pipe), lookup.ts, listings.ts and list-rows.ts (reads),
+ * finished-records.ts (what memory keeps of finished messages, for the lists), timers.ts and
  * waiters.ts (due timer, TTR, TTL, blocking leases and result waits), pull-messages.ts
  * (the pull model's shared moves), que-memory.ts (que and its index), cron.ts and
  * housekeeping.ts.

@@ -52,6 +52,14 @@ export function timeParam(field: string, value: string): number {
   return Math.floor(at.getTime() / 1000);
 }
 
+/** A `from`/`to` as the form's date-time field shows it: epoch seconds as `YYYY-MM-DDTHH:MM` local time, a date-time as given. */
+export function timeInput(value: string): string {
+  if (!/^\d+$/.test(value)) return value;
+  const at = new Date(Number(value) * 1000);
+  const p = (n: number): string => String(n).padStart(2, '0');
+  return `${at.getFullYear()}-${p(at.getMonth() + 1)}-${p(at.getDate())}T${p(at.getHours())}:${p(at.getMinutes())}`;
+}
+
 /** The view of a request's parameters (query, or a posted form); a bad field is a 400 naming it. */
 export function listView(req: Request): ListView {
   const given = params(req);

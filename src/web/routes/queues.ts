@@ -32,7 +32,7 @@ import { readLinkedConfig } from '../../store/config-files.js';
 import type { WebContext } from '../context.js';
 import type { Flash } from '../flash.js';
 import { VIEW_HELPERS } from '../format.js';
-import { PAGE_SIZES, listView, viewQuery } from '../list-filter.js';
+import { PAGE_SIZES, listView, timeInput, viewQuery } from '../list-filter.js';
 import { PROBE_TIMEOUT_MS } from '../gateway.js';
 import { checkedParam, param, params, wholeNumber } from '../params.js';
 import { probeQueue } from '../../client/queue-probe.js';
@@ -445,6 +445,7 @@ export function queueRoutes(ctx: WebContext): Router {
       view: shown,
       filter: view.fields,
       pageSizes: PAGE_SIZES,
+      timeInput,
       query: (change?: Parameters<typeof viewQuery>[1]) => viewQuery(listing ? { ...shown, page: listing.page } : shown, change),
       pageSize: view.size,
     });
