@@ -1,5 +1,5 @@
 /**
- * Figure 9 of `npm run bench` (bench.ts runs it): the dashboard's bulk retry. An install
+ * Figure 10 of `npm run bench` (bench.ts runs it): the dashboard's bulk retry. An install
  * runs under rq-mgr (from dist/) with one script queue holding 10,000 messages in err
  * (laid down on disk before the start, as a crash-free queue would have them) and paused,
  * so nothing runs them meanwhile. Measured: from the confirmation's POST (`POST
@@ -96,9 +96,9 @@ export async function figureBulk(h: PullBenchHelpers): Promise<void> {
     }
     const ms = performance.now() - t0;
     h.show(`bulk retry of ${n} err messages`, `${ms.toFixed(0)} ms (${job.done} done, ${job.skipped} skipped, ${job.failed} failed)`);
-    if (job.done !== n) h.note(`9. bulk retry: ${job.done} of ${n} done, ${job.skipped} skipped, ${job.failed} failed`);
+    if (job.done !== n) h.note(`10. bulk retry: ${job.done} of ${n} done, ${job.skipped} skipped, ${job.failed} failed`);
     h.addRow({
-      figure: `9. bulk retry, ${n.toLocaleString('en-US')} err messages`,
+      figure: `10. bulk retry, ${n.toLocaleString('en-US')} err messages`,
       measured: `${(ms / 1000).toFixed(2)} s`,
       limit: `bare renames: ${(bareMs / 1000).toFixed(2)} s`,
       goal: '< 10 s',

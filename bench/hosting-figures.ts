@@ -99,7 +99,7 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
-async function timeGets(url: string, reps: number): Promise<{ p50: number; max: number; status: number }> {
+export async function timeGets(url: string, reps: number): Promise<{ p50: number; max: number; status: number }> {
   const times: number[] = [];
   let status = 0;
   for (let i = 0; i < reps; i++) {

@@ -100,7 +100,7 @@ function startRun(s: QueueState, entry: QueEntry): void {
     }
     s.held.set(entry.id, dups);
   }
-  const run: RunEntry = { id: entry.id, msg, params: entry.params, finishing: false, jobStatus: null, timers: [] };
+  const run: RunEntry = { id: entry.id, msg, params: entry.params, finishing: false, jobStatus: null, timers: [], startedAt: Date.now() };
   s.run.set(entry.id, run);
   spawnFor(s, run);
 }
@@ -249,6 +249,7 @@ function onLost(s: QueueState, run: RunEntry): void {
 
 function onExit(s: QueueState, run: RunEntry, code: number | null, signal: NodeJS.Signals | null, ranMs: number): void {
   run.finishing = true;
+  run.exit = signal ?? String(code);
   const exit = {
     pid: run.worker?.pid ?? 0,
     code,

@@ -2,12 +2,14 @@
  * Reads of many messages, for the web: the `messages` pages of a state and `search`. Both
  * go through memory: pages (offset, limit) are slices of the in-memory lists, and a search
  * checks what memory knows before it reads any file. done and relayed are walked in the
- * hashed tree, only as far as the caller reads.
+ * hashed tree, only as far as the caller reads, except by a whole scan (everyListed) when
+ * every message of the state has a finished record (finished-records.ts).
  */
 import { PARAM_KEYS, type Message } from '../domain/message.js';
 import type { State } from '../domain/states.js';
 import { BigParam, type QueEntry } from '../store/que-index.js';
 import { readMoving, statusText, viewOf, type MessageView } from './lookup.js';
+import type { FinishedRecord } from './finished-records.js';
 import type { QueueState, RunEntry } from './state.js';
 
 /** A search lets other events in after this many file reads. */
@@ -48,7 +50,7 @@ export interface ListingRow {
 }
 
 /** One message of a state's listing, with what memory holds of it. */
-interface Listed {
+export interface Listed {
   id: string;
   /** Its que index entry (que, and the duplicates held aside). */
   entry?: QueEntry;
@@ -59,12 +61,17 @@ interface Listed {
 /** A field of a read view that a que index entry does not hold. */
 const NOT_IN_ENTRY = Symbol('not in the index entry');
 
-/** A field of a message's read view from its que index entry: `dest`, `due`, the params but big ones. */
-function entryField(entry: QueEntry, field: string): unknown {
-  if (field === 'dest') return entry.dest;
-  if (field === 'due') return entry.due;
+/**
+ * A field of a message's read view from its que index entry (`dest`, `due`) or its
+ * finished record, and from either the params but big ones, and `src` when known and not big.
+ */
+function entryField(known: QueEntry | FinishedRecord, field: string): unknown {
+  const isEntry = 'dueMs' in known;
+  if (isEntry && field === 'dest') return known.dest;
+  if (isEntry && field === 'due') return known.due;
   const param = (PARAM_KEYS as readonly string[]).indexOf(field);
-  const value = param >= 0 ? entry.params[param] : NOT_IN_ENTRY;
+  const srcKnown = field === 'src' && (!isEntry || known.count !== undefined);
+  const value = param >= 0 ? known.params[param] : srcKnown ? known.src : NOT_IN_ENTRY;
   return value instanceof BigParam ? NOT_IN_ENTRY : value;
 }
 
@@ -96,7 +103,7 @@ export function messages(s: QueueState, state: State, offset: number, limit: num
  * memory for prep, que (without the held duplicates), run and err; for done and
  * relayed the hashed tree, walked only as far as the caller reads.
  */
-function listing(s: QueueState, state: State, offset: number, limit: number): Iterable<Listed> {
+export function listing(s: QueueState, state: State, offset: number, limit: number): Iterable<Listed> {
   switch (state) {
     case 'prep':
       return s.prep.slice(offset, offset + limit).map((id) => ({ id }));
@@ -157,11 +164,13 @@ function listingRow(s: QueueState, state: State, { id, entry, run }: Listed): Li
  * no `_attachments`: hashing every attachment would make a search as slow as the queue
  * is big.
  *
- * Fast on a big queue: a state is listed only when the scan reaches it (done and
- * relayed directory by directory), and each field is taken from memory when memory
- * has it (lazyView), so a file is read only for a field memory lacks, or for a match
- * past the offset. A waiting message's status is not in memory: a resent one keeps the
- * status file its run wrote, across restarts too. A message that moves on to a later
+ * Fast on a big queue: a state is listed only when the scan reaches it (see
+ * everyListed), a message that memory shows cannot hold the free text is passed over
+ * (textInMemory), and each field is taken from memory when memory has it (lazyView,
+ * from a que index entry or a finished record), so a file is read only for a field
+ * memory lacks, or for a match past the offset. A waiting message's status text is in
+ * memory when its entry knows it has no status file (it never ran); a resent one keeps
+ * the status file its run wrote, across restarts too, and that is read. A message that moves on to a later
  * state during the scan is matched once. A match whose `msg` cannot be read is counted
  * but not shown, so pages never overlap. The scan stops at `limit` matches and lets
  * other events in every SEARCH_READS_PER_TURN file reads.
@@ -180,6 +189,7 @@ export async function search(s: QueueState, q: SearchQuery): Promise<SearchResul
       if (taken >= q.limit) return { messages: found, scanned, truncated: true };
       if (matched.has(item.id)) continue;
       scanned++;
+      if (text !== undefined && textInMemory(s, state, item, text) === false) continue;
       const view = lazyView(s, state, item);
       try {
         const isMatch =
@@ -205,9 +215,44 @@ export async function search(s: QueueState, q: SearchQuery): Promise<SearchResul
   return { messages: found, scanned, truncated: false };
 }
 
+/**
+ * Every message of a state in `messages` order: done and relayed from their finished
+ * records when every one of them has one (no directory is listed), else from the tree.
+ * A finished run whose directory is already there (its commit still syncing, so not yet
+ * recorded, and no longer listed in run) comes first.
+ */
+export function everyListed(s: QueueState, state: State): Iterable<Listed> {
+  if ((state === 'done' || state === 'relayed') && s.finished.size(state) === s.counts[state]) {
+    const arriving = [...s.run.values()].filter((run) => run.finishing && s.finished.get(run.id) === undefined && s.store.exists(state, run.id));
+    return [...arriving.map((run) => ({ id: run.id })), ...s.finished.ids(state).map((id) => ({ id }))];
+  }
+  return listing(s, state, 0, Infinity);
+}
+
+/**
+ * Whether the free text is in a message's id, a param or its status text, from memory
+ * alone (its que index entry or finished record); undefined when memory lacks one of them
+ * (a big param, a status file it may have). Lets a search pass over a message that
+ * cannot match without making its view.
+ */
+function textInMemory(s: QueueState, state: State, { id, entry }: Listed, text: string): boolean | undefined {
+  const rec = entry === undefined && (state === 'done' || state === 'relayed' || state === 'err') ? s.finished.get(id) : undefined;
+  const known = entry ?? (rec?.state === state ? rec : undefined);
+  if (known === undefined) return undefined;
+  if (id.includes(text)) return true;
+  let unknown = false;
+  for (const p of known.params) {
+    if (p instanceof BigParam) unknown = true;
+    else if (fieldMatches(p, text, false)) return true;
+  }
+  const status = entry?.noStatus ? state : rec?.line !== undefined ? `${state} - ${rec.line}` : undefined;
+  if (status === undefined) return undefined;
+  return status.includes(text) ? true : unknown ? undefined : false;
+}
+
 /** A state's listing for `search`: que also has the duplicates held aside, after the list. */
 function* searchListing(s: QueueState, state: State): Generator<Listed> {
-  yield* listing(s, state, 0, Infinity);
+  yield* everyListed(s, state);
   if (state === 'que') for (const entry of [...s.held.values()].flat()) yield { id: entry.id, entry };
 }
 
@@ -231,10 +276,16 @@ function lazyView(s: QueueState, listed: State, { id, entry, run }: Listed): { f
     }
     return msg;
   };
+  const rec = listed === 'done' || listed === 'relayed' || listed === 'err' ? s.finished.get(id) : undefined;
   const statusOf = (): string => {
     if (status?.state !== state) {
-      reads++;
-      status = { state, text: statusText(s, state, id) };
+      // Memory knows it when it has no status file (its que entry says so) or its record kept its line.
+      if (state === 'que' && entry?.noStatus) status = { state, text: state };
+      else if (rec?.state === state && rec.line !== undefined) status = { state, text: `${state} - ${rec.line}` };
+      else {
+        reads++;
+        status = { state, text: statusText(s, state, id) };
+      }
     }
     return status.text;
   };
@@ -247,7 +298,8 @@ function lazyView(s: QueueState, listed: State, { id, entry, run }: Listed): { f
       if (f === 'state') return state;
       if (f === 'path') return s.layout.displayPath(state, id);
       if (f === 'status') return statusOf();
-      const known = msg === undefined && entry !== undefined ? entryField(entry, f) : NOT_IN_ENTRY;
+      const inMemory = entry ?? (rec?.state === state ? rec : undefined);
+      const known = msg === undefined && inMemory !== undefined ? entryField(inMemory, f) : NOT_IN_ENTRY;
       if (known !== NOT_IN_ENTRY) return known;
       const m = msgOf();
       return Object.hasOwn(m, f) ? m[f] : undefined;

@@ -7,7 +7,8 @@
  *
  * The parts: commands/ (one file per RPC command, the table in commands/index.ts, run by
  * run-command.ts), dispatch.ts and finish-run.ts (scripts: pump → spawn → exit → move),
- * reports.ts (a script's status pipe), lookup.ts and listings.ts (reads), timers.ts and
+ * reports.ts (a script's status pipe), lookup.ts, listings.ts and list-rows.ts (reads),
+ * finished-records.ts (what memory keeps of finished messages, for the lists), timers.ts and
  * waiters.ts (due timer, TTR, TTL, blocking leases and result waits), pull-messages.ts
  * (the pull model's shared moves), que-memory.ts (que and its index), cron.ts and
  * housekeeping.ts.
@@ -26,6 +27,7 @@ import type { MessageStore } from '../store/message-store.js';
 import { recoverQueue } from '../store/recover.js';
 import { commitMessage, createMessage } from './create.js';
 import { CronSchedule } from './cron.js';
+import { FinishedRecords, recordingStore } from './finished-records.js';
 import { checkOrphans, liveOrphan, pump } from './dispatch.js';
 import { refreshFlags } from './flags.js';
 import { MessageLocks } from './message-locks.js';
@@ -62,9 +64,12 @@ export interface QueueDeps {
 /** The state of a queue, before start-up recovery. */
 export function createQueue(deps: QueueDeps, config: QueueConfig): QueueState {
   const name = deps.layout.name;
+  const finished = new FinishedRecords(deps.layout.dir);
   // The parts below reach the state through `s` once it is made.
   const s: QueueState = {
     ...deps,
+    store: recordingStore(deps.store, finished, (id) => s.run.get(id), (id) => s.que.get(id)),
+    finished,
     name,
     config,
     prep: [],
@@ -160,6 +165,7 @@ export function startQueue(s: QueueState): Promise<void> {
       s.errIds.addAll(errs);
       loadPullTimers(s, found.que, errs);
       s.counts = { done: store.countHashed('done'), relayed: store.countHashed('relayed') };
+      s.finished.load((state, id) => (state === 'err' ? s.errIds.has(id) : store.exists(state, id)));
       resolve();
     }),
   );
@@ -217,6 +223,7 @@ export function closeQueue(s: QueueState): void {
     for (const timer of run.timers) clearTimeout(timer);
   }
   s.committer.close();
+  s.finished.close();
 }
 
 /** SIGHUP: re-read config.json. A bad file keeps the old config and says why. */

@@ -27,6 +27,10 @@ export class SortedIds {
     return this.ids.length;
   }
 
+  has(id: string): boolean {
+    return this.ids[this.search(id)] === id;
+  }
+
   add(id: string): void {
     const at = this.search(id);
     if (this.ids[at] !== id) this.ids.splice(at, 0, id);

@@ -31,6 +31,7 @@ import type { JobStatus, MessageStore } from '../store/message-store.js';
 import type { QueEntry } from '../store/que-index.js';
 import type { HousekeepingState } from './clean-report.js';
 import type { CronSchedule } from './cron.js';
+import type { FinishedRecords } from './finished-records.js';
 import type { MessageLocks } from './message-locks.js';
 import type { AdminStatus, ArgOf, PullResult, PulledView, QueueCommand, QueueStatus, ReplyOf } from '../rpc/queue-api.js';
 import type { QueList } from './que-list.js';
@@ -71,6 +72,9 @@ export interface RunEntry {
   statusTimer?: NodeJS.Timeout | undefined;
   timers: NodeJS.Timeout[];
   timedOutAfterSec?: number;
+  /** When its worker was asked for (epoch ms), and how it ended (exit code as text, or signal): for its finished record. */
+  startedAt?: number;
+  exit?: string;
 }
 
 /** Who leases, and for how long: `ttrMs`, else the message's own `ttr_ms`, else `defaultTtrMs`, else no end. */
@@ -160,6 +164,8 @@ export interface QueueState {
   readonly run: Map<string, RunEntry>;
   readonly errIds: SortedIds;
   counts: { done: number; relayed: number };
+  /** What the queue page lists of finished messages, from memory (finished-records.ts). */
+  readonly finished: FinishedRecords;
   /**
    * One lock per message (message-locks.ts): a move renames before its group commit's
    * directory fsync ends, and memory follows only then. A command that changes one

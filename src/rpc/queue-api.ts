@@ -64,6 +64,57 @@ export interface MessagesArg {
   limit?: number;
 }
 
+/** The `rows` filter (the queue page's): substrings of a param, of src, of the id, a param, src or the status text (`text`), and created in [from, to) (epoch seconds). */
+export interface RowFilter {
+  param1?: string | undefined;
+  param2?: string | undefined;
+  param3?: string | undefined;
+  param4?: string | undefined;
+  src?: string | undefined;
+  text?: string | undefined;
+  from?: number | undefined;
+  to?: number | undefined;
+}
+
+/** The `rows` order: a field, ascending, or descending with a leading `-`. */
+export const ROW_SORTS = ['created', '-created', 'finished', '-finished', 'duration', '-duration'] as const;
+export type RowSort = (typeof ROW_SORTS)[number];
+
+/** The `rows` argument: one state, filtered, sorted (else in `messages` order), a page. */
+/** The most rows one `rows` call answers. */
+export const ROWS_MAX = 1000;
+
+export interface RowsArg {
+  state: State;
+  filter?: RowFilter;
+  sort?: RowSort;
+  offset?: number;
+  limit?: number;
+}
+
+/** One row of the queue page: times are epoch ms (null: not known, or not for this state); params and src shortened. */
+export interface ListRow {
+  msg_id: string;
+  params: (string | null)[];
+  src: string | null;
+  created: number | null;
+  started: number | null;
+  finished: number | null;
+  duration_ms: number | null;
+  count: number | null;
+  /** The worker's exit code as text, or its signal. */
+  exit: string | null;
+  status: string;
+  due?: unknown;
+}
+
+/** The `rows` reply: the state's count, how many match, and the page. */
+export interface RowsReply {
+  total: number;
+  matching: number;
+  rows: ListRow[];
+}
+
 /** A message's read view (spec/rq.md §1.10): the stored message, where it is, its status text and (get_message only) its attachments. */
 export interface MessageView extends Message {
   path: string;
@@ -350,6 +401,7 @@ export interface QueueApi {
   num_messages: { arg: NoArg; reply: Counts | Fail };
   messages: { arg: MessagesArg; reply: ListedMessage[] | Fail };
   search: { arg: SearchArg; reply: Ok<SearchResult> | Fail };
+  rows: { arg: RowsArg; reply: Ok<RowsReply> | Fail };
   stats: { arg: NoArg; reply: QueueStatus | Fail };
   history: { arg: { range?: HistoryRange }; reply: HistorySeries | Fail };
   /** Beyond RQ: the `stats` of every queue the same process serves, by name. */

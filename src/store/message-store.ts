@@ -314,7 +314,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
         fs.rmSync(tmpDir, { recursive: true, force: true });
         throw refusal(e);
       }
-      const entry = to === 'que' ? entryFromMessage(msg) : undefined;
+      const entry = to === 'que' ? entryFromMessage(msg, true) : undefined;
       try {
         await committer.commit({
           fsyncFds: fds,
@@ -331,7 +331,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     },
 
     async enqueue(id, from, opts) {
-      const entry = entryFromMessage(opts.msg);
+      const entry = entryFromMessage(opts.msg, from === 'prep' && opts.status === undefined);
       await transfer(id, from, 'que', opts, journalLine(entry));
       return entry;
     },

@@ -13,10 +13,13 @@
  * A param whose JSON text is over MAX_INDEXED_PARAM_CHARS is not kept, in memory or in
  * the journal: its entry holds a BigParam, a SHA-256 of it, which is all that
  * coalescing and blocking compare; search reads the value from `msg`. A line is
- * `[id, due, dest, params, pull?]`, where `params` is the array of the four params, or,
+ * `[id, due, dest, params, pull?, more?]`, where `params` is the array of the four params, or,
  * when one of them is big, `{"p": params with null for each big one, "d": their digests
  * with null for the others}`. A reader that expects an array there skips the line and
- * reads that message's `msg` instead, which is right.
+ * reads that message's `msg` instead, which is right. `more` (`pull` is null when only it
+ * is there) holds what the queue page lists without reading `msg`: `{"c": count, "s":
+ * src, "n": 1}` (a big src as `{"sd": digest}`; `n`: it has no status file); a line
+ * without it (older) leaves them unknown.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -45,6 +48,12 @@ export interface QueEntry {
   params: readonly unknown[];
   /** Pull messages only (queue/pull-messages.ts): the ready order (see que-list.ts) and the TTL. */
   pull?: PullOrder;
+  /** Its `count` (resends so far). Undefined: unknown (an older journal line). */
+  count?: number;
+  /** Known to have no status file (it came to que from prep or straight from its creation, so it never ran). */
+  noStatus?: true;
+  /** Its `src`, a BigParam when big; undefined when it has none or it is unknown (then `count` is unknown too). */
+  src?: unknown;
 }
 
 /** A pull message's place among ready messages, and when it expires. */
@@ -86,7 +95,7 @@ function sha256(...texts: string[]): string {
  * that a big string is not copied into its JSON text only to be hashed (no JSON text
  * starts with `s`, so a string never gets the digest of another value).
  */
-function indexedParam(p: unknown): unknown {
+export function indexedParam(p: unknown): unknown {
   if (p === null || p instanceof BigParam || typeof p === 'number' || typeof p === 'boolean') return p;
   if (typeof p === 'string') {
     // Its JSON text has its quotes, and 1 to 6 characters per character.
@@ -98,7 +107,7 @@ function indexedParam(p: unknown): unknown {
   return text.length <= MAX_INDEXED_PARAM_CHARS ? p : new BigParam(sha256(text));
 }
 
-function compactParams(params: readonly unknown[]): readonly unknown[] {
+export function compactParams(params: readonly unknown[]): readonly unknown[] {
   if (params.every((p) => p === null)) return NO_PARAMS;
   let indexed: unknown[] | undefined;
   for (const [i, p] of params.entries()) {
@@ -109,7 +118,7 @@ function compactParams(params: readonly unknown[]): readonly unknown[] {
 }
 
 /** The params of a journal line (see the file comment), or undefined when they are not there. */
-function lineParams(value: unknown): unknown[] | undefined {
+export function lineParams(value: unknown): unknown[] | undefined {
   if (Array.isArray(value)) return value as unknown[];
   if (!isPlainObject(value) || !Array.isArray(value['p']) || !Array.isArray(value['d'])) return undefined;
   const digests = value['d'];
@@ -117,12 +126,13 @@ function lineParams(value: unknown): unknown[] | undefined {
 }
 
 /** The params as a journal line holds them (see the file comment). */
-function journalParams(params: readonly unknown[]): unknown {
+export function journalParams(params: readonly unknown[]): unknown {
   if (!params.some((p) => p instanceof BigParam)) return params;
   return { p: params.map((p) => (p instanceof BigParam ? null : p)), d: params.map((p) => (p instanceof BigParam ? p.digest : null)) };
 }
 
-export function entryFromMessage(msg: Message): QueEntry {
+/** The entry of `msg`; `fresh`: it never ran (it has no status file). */
+export function entryFromMessage(msg: Message, fresh = false): QueEntry {
   const pull = pullOrder(msg);
   return {
     id: msg.msg_id,
@@ -131,12 +141,40 @@ export function entryFromMessage(msg: Message): QueEntry {
     dest: msg.dest,
     params: compactParams(PARAM_KEYS.map((k) => msg[k] ?? null)),
     ...(pull ? { pull } : {}),
+    ...moreOf(msg.count, msg.src),
+    ...(fresh ? { noStatus: true as const } : {}),
   };
+}
+
+/** The `count` and `src` of an entry, when the count is a whole number (else both stay unknown). */
+function moreOf(count: unknown, src: unknown): Pick<QueEntry, 'count' | 'src'> {
+  if (typeof count !== 'number' || !Number.isSafeInteger(count)) return {};
+  return src === undefined || src === null ? { count } : { count, src: indexedParam(src) };
+}
+
+/** An entry's `more` element of a journal line (see the file comment), or undefined when unknown. */
+function journalMore(e: QueEntry): unknown {
+  if (e.count === undefined) return undefined;
+  return {
+    c: e.count,
+    ...(e.src !== undefined ? { s: e.src instanceof BigParam ? { sd: e.src.digest } : e.src } : {}),
+    ...(e.noStatus ? { n: 1 } : {}),
+  };
+}
+
+/** The `count`, `src` and `noStatus` of a journal line's `more` element. */
+function lineMore(more: unknown): Pick<QueEntry, 'count' | 'src' | 'noStatus'> {
+  if (!isPlainObject(more)) return {};
+  const src = more['s'];
+  const known = moreOf(more['c'], isPlainObject(src) && typeof src['sd'] === 'string' ? new BigParam(src['sd']) : src);
+  return known.count !== undefined && more['n'] === 1 ? { ...known, noStatus: true } : known;
 }
 
 export function journalLine(e: QueEntry): string {
   const params = journalParams(e.params);
-  return `${JSON.stringify(e.pull ? [e.id, e.due, e.dest, params, e.pull] : [e.id, e.due, e.dest, params])}\n`;
+  const more = journalMore(e);
+  const line = more !== undefined ? [e.id, e.due, e.dest, params, e.pull ?? null, more] : e.pull ? [e.id, e.due, e.dest, params, e.pull] : [e.id, e.due, e.dest, params];
+  return `${JSON.stringify(line)}\n`;
 }
 
 /**
@@ -156,11 +194,11 @@ export function readIndex(file: string): { entries: Map<string, QueEntry>; lines
     if (!line) continue;
     lines++;
     try {
-      const [id, due, dest, given, pull] = JSON.parse(line) as [string, unknown, unknown, unknown, PullOrder?];
+      const [id, due, dest, given, pull, more] = JSON.parse(line) as [string, unknown, unknown, unknown, PullOrder | null | undefined, unknown];
       const params = lineParams(given);
       if (typeof id === 'string' && params) {
         const order = pull && typeof pull === 'object' ? pullOrder({ priority: pull.p, rank: pull.r, sort_key: pull.k, expires_at: pull.e }) : undefined;
-        out.set(id, { id, due, dueMs: dueMs({ due }), dest, params: compactParams(params), ...(order ? { pull: order } : {}) });
+        out.set(id, { id, due, dueMs: dueMs({ due }), dest, params: compactParams(params), ...(order ? { pull: order } : {}), ...lineMore(more) });
       }
     } catch {
       // a torn line from a crash mid-append: the listing check repairs it

@@ -52,6 +52,16 @@ describe('que index entries', () => {
     fs.writeFileSync(file, `${JSON.stringify(['1', 1795238778, 'q', [big, null, null, null]])}\n${JSON.stringify(['2', 1795238778, 'q', { p: [] }])}\n`);
     const read = readIndex(file);
     expect([...read.entries.keys()]).toEqual(['1']);
-    expect(read.entries.get('1')).toEqual(entryFromMessage(msg('1', { param1: big })));
+    // An older line has no count, src or status flag: they are unknown.
+    expect(read.entries.get('1')).toEqual({ ...entryFromMessage(msg('1', { param1: big })), count: undefined });
+  });
+
+  it('keeps count, src (a big one as a digest) and the no-status mark of a line', () => {
+    const file = path.join(dir, 'que.index');
+    const entries = [entryFromMessage(msg('1', { src: 'billing', count: 2 })), entryFromMessage(msg('2', { src: big }), true)];
+    fs.writeFileSync(file, entries.map(journalLine).join(''));
+    expect([...readIndex(file).entries.values()]).toEqual(entries);
+    expect(entries[1]!.src).toBeInstanceOf(BigParam);
+    expect(entries[1]!.noStatus).toBe(true);
   });
 });

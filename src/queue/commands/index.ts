@@ -40,6 +40,7 @@ import { purgeReady } from './purge-ready.js';
 import { remove } from './remove.js';
 import { respawn } from './respawn.js';
 import { resultWait } from './result-wait.js';
+import { rows } from './rows.js';
 import { runMessage } from './run-message.js';
 import { search } from './search.js';
 import { set } from './set.js';
@@ -68,6 +69,7 @@ export const COMMANDS = {
   num_messages: numMessages,
   messages,
   search,
+  rows,
   stats,
   host_stats: hostStats,
   history,

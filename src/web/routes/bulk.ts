@@ -5,7 +5,7 @@
  * The POST names an operation (`op=retry|clone|delete|move`, domain/bulk-ops.ts), the
  * state the messages were chosen in (`state`), `dest_queue` for a move, and the messages:
  * the checked rows (`ids`, repeated) or `all=1` with the queue page's filter fields
- * (FILTER_FIELDS), which `selectIds` turns into ids. Without `confirm=1` it answers the
+ * (list-filter.ts), which `selectIds` turns into ids. Without `confirm=1` it answers the
  * confirmation page (how many, the first few ids) and changes nothing; its form posts the
  * same fields again with `confirm=1`, which starts the job (bulk-jobs.ts) and lands on its
  * progress page. "All matching" is selected again at the confirmation's POST: the job
@@ -14,18 +14,16 @@
 import { Router, type Request, type Response } from 'express';
 import { isRefusal } from '../../client/refusal.js';
 import { BULK_FROM, BULK_OPS, isBulkOp, type BulkOp } from '../../domain/bulk-ops.js';
-import { idTimeMs, isSafeId } from '../../domain/ids.js';
+import { isSafeId } from '../../domain/ids.js';
 import { STATES, isState, type State } from '../../domain/states.js';
+import { ROWS_MAX, type RowFilter } from '../../rpc/queue-api.js';
 import { BulkJobs, KEEP_MS, MAX_RUNNING, jobView, type BulkJob } from '../bulk-jobs.js';
 import type { WebContext } from '../context.js';
 import type { Gateway } from '../gateway.js';
+import { listView, type FilterFields } from '../list-filter.js';
 import { params } from '../params.js';
 import { sendPage, urlFor } from '../render.js';
 import { dump, webError } from '../web-errors.js';
-
-/** The queue page's filter fields that "all matching" carries (besides `state`). */
-export const FILTER_FIELDS = ['param1', 'param2', 'param3', 'param4', 'src', 'text', 'from', 'to'] as const;
-export type Filter = Partial<Record<(typeof FILTER_FIELDS)[number], string>>;
 
 /** Checked rows in one POST, at most (a page of the queue page is far fewer). */
 const MAX_CHECKED = 1_000;
@@ -42,49 +40,18 @@ function field(given: Record<string, unknown>, key: string): string | undefined 
   return x;
 }
 
-/** The filter fields of a request, the empty ones left out. */
-export function filterOf(given: Record<string, unknown>): Filter {
-  const filter: Filter = {};
-  for (const key of FILTER_FIELDS) {
-    const x = field(given, key)?.trim();
-    if (x) filter[key] = x;
-  }
-  return filter;
-}
-
-/** `from`/`to` as epoch ms: a date and time the browser's `datetime-local` gives, or any date `Date.parse` reads. */
-function instant(filter: Filter, key: 'from' | 'to'): number | undefined {
-  const text = filter[key];
-  if (text === undefined) return undefined;
-  const ms = Date.parse(text);
-  if (Number.isNaN(ms)) throw webError('RQ_BAD_REQUEST', `'${key}' must be a date and time (2025-01-31T14:00), got ${JSON.stringify(text)}`);
-  return ms;
-}
-
 /**
- * The ids of the messages in `state` of `queue` that `filter` matches: the queue's
- * `search` (params and src as field/text pairs, the free text), or its `messages` list
- * when no field is given; `from`/`to` bound the creation time, read from each id.
+ * The ids of the messages in `state` of `queue` that `filter` matches, in creation order:
+ * the queue's `rows` (the queue page's own listing), ROWS_MAX a call.
  */
-export async function selectIds(gw: Gateway, queue: string, state: State, filter: Filter): Promise<string[]> {
-  const [from, to] = [instant(filter, 'from'), instant(filter, 'to')];
-  const query: Record<string, string> = {};
-  for (const key of ['param1', 'param2', 'param3', 'param4', 'src'] as const) if (filter[key] !== undefined) query[key] = filter[key];
-  let ids: string[];
-  if (Object.keys(query).length === 0 && filter.text === undefined) {
-    const reply = await gw.queues.send(queue, 'messages', { state }, { timeoutMs: 60_000 });
-    if (isRefusal(reply)) throw webError('RQ_PROTOCOL', `Queue ${queue} answered ${dump(reply)}`);
-    ids = reply.map((m) => m.msg_id);
-  } else {
-    const reply = await gw.queues.send(queue, 'search', { query, ...(filter.text === undefined ? {} : { text: filter.text }), states: [state] }, { timeoutMs: 60_000 });
-    if (isRefusal(reply)) throw webError('RQ_BAD_REQUEST', `Search failed: ${dump(reply)}`);
-    ids = reply[1].messages.map((m) => m.msg_id);
+export async function selectIds(gw: Gateway, queue: string, state: State, filter: RowFilter): Promise<string[]> {
+  const ids: string[] = [];
+  for (;;) {
+    const reply = await gw.queues.send(queue, 'rows', { state, filter, sort: 'created', offset: ids.length, limit: ROWS_MAX }, { timeoutMs: 60_000 });
+    if (isRefusal(reply)) throw webError('RQ_BAD_REQUEST', `The queue did not list the messages: ${dump(reply)}`);
+    ids.push(...reply[1].rows.map((row) => row.msg_id));
+    if (reply[1].rows.length < ROWS_MAX || ids.length >= reply[1].matching) return ids;
   }
-  if (from === undefined && to === undefined) return ids;
-  return ids.filter((id) => {
-    const at = idTimeMs(id);
-    return at !== undefined && (from === undefined || at >= from) && (to === undefined || at <= to);
-  });
 }
 
 /** The checked rows: `ids`, one or repeated, each a message id. */
@@ -104,10 +71,12 @@ interface Asked {
   state: State;
   dest?: string;
   all: boolean;
-  filter: Filter;
+  /** "All matching": the filter as the form gave it (shown again on the confirmation) and as `rows` takes it. */
+  fields: FilterFields;
+  filter: RowFilter;
 }
 
-function asked(gw: Gateway, queue: string, given: Record<string, unknown>): Asked {
+function asked(gw: Gateway, queue: string, req: Request, given: Record<string, unknown>): Asked {
   const op = field(given, 'op');
   if (!isBulkOp(op)) throw webError('RQ_BAD_REQUEST', `'op' must be one of ${BULK_OPS.join(', ')}, got ${JSON.stringify(op ?? null)}`);
   const state = field(given, 'state');
@@ -121,7 +90,8 @@ function asked(gw: Gateway, queue: string, given: Record<string, unknown>): Aske
     if (!gw.queueExists(dest)) throw webError('RQ_BAD_REQUEST', `'dest_queue': no such queue ${JSON.stringify(dest)}`);
   }
   const all = field(given, 'all') === '1';
-  return { op, state, ...(dest === undefined ? {} : { dest }), all, filter: all ? filterOf(given) : {} };
+  const view = all ? listView(req) : undefined;
+  return { op, state, ...(dest === undefined ? {} : { dest }), all, fields: view?.fields ?? {}, filter: view?.filter ?? {} };
 }
 
 export function bulkRoutes(ctx: WebContext): Router {
@@ -133,10 +103,10 @@ export function bulkRoutes(ctx: WebContext): Router {
   r.post('/q/:name/bulk', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
     const given = params(req);
-    const a = asked(gw, q.name, given);
+    const a = asked(gw, q.name, req, given);
     const ids = a.all ? await selectIds(gw, q.name, a.state, a.filter) : checkedIds(given);
     if (field(given, 'confirm') !== '1') {
-      await sendPage(res, 'bulk_confirm', { name: q.name, ...a, dest: a.dest, opText: OP_TEXT[a.op], ids: a.all ? [] : ids, count: ids.length, shown: ids.slice(0, SHOWN_IDS), keepMinutes: KEEP_MS / 60_000 });
+      await sendPage(res, 'bulk_confirm', { name: q.name, ...a, filter: a.fields, dest: a.dest, opText: OP_TEXT[a.op], ids: a.all ? [] : ids, count: ids.length, shown: ids.slice(0, SHOWN_IDS), keepMinutes: KEEP_MS / 60_000 });
       return;
     }
     if (ids.length === 0) {

@@ -9,8 +9,8 @@
  * for a queue, it checks what the queue would run (create-policy.ts) and answers a
  * refusal with `403` and the reason; rq-mgr then links the very file the web checked
  * (its real path). What a queue runs and its state come from its one `stats` reply
- * (queue-info.ts). The queue page lists one page of one state with the `messages`
- * command's offset and limit (each row with its status text), so it costs the same on
+ * (queue-info.ts). The queue page lists one page of one state with the `rows` command
+ * (filtered, sorted, paged in the queue process, from memory), so it costs the same on
  * page 1 and page 2,000 of a 100,000-message `que`.
  * Literal `/q/:name/...` routes are declared before `/q/:name`, and the message routes
  * (`/q/:name/:msg_id`, mounted after this router) are never shadowed.
@@ -27,22 +27,22 @@ import { isPlainObject } from '../../domain/message.js';
 import { normaliseQueueConfig } from '../../domain/queue-config.js';
 import { bulkOpsFor } from '../../domain/bulk-ops.js';
 import { STATES, type State } from '../../domain/states.js';
-import type { ListedMessage, MessageView } from '../../rpc/queue-api.js';
+import type { ListRow, MessageView } from '../../rpc/queue-api.js';
 import type { QueueLayout } from '../../store/layout.js';
 import { readLinkedConfig } from '../../store/config-files.js';
 import type { WebContext } from '../context.js';
 import type { Flash } from '../flash.js';
 import { VIEW_HELPERS } from '../format.js';
+import { PAGE_SIZES, listView, timeInput, viewQuery } from '../list-filter.js';
 import { PROBE_TIMEOUT_MS } from '../gateway.js';
-import { PAGE_PARAM, checkedParam, param, params, wholeNumber } from '../params.js';
+import { checkedParam, param, params, wholeNumber } from '../params.js';
 import { probeQueue } from '../../client/queue-probe.js';
 import { sendPage } from '../render.js';
 import { sendPullQueuePage } from './pull-queue.js';
 import { dump, refused, webError } from '../web-errors.js';
-import { filterOf } from './bulk.js';
 
-/** Messages per page of the queue page. */
-const PAGE_SIZE = 50;
+/** How long the queue page waits for its listing: a filter over 100,000 messages reads memory, but may read files. */
+const LIST_TIMEOUT_MS = PROBE_TIMEOUT_MS * 10;
 /** Matches per queue of the dashboard's search form, and shown in all. */
 const SEARCH_LIMIT = 100;
 /** Queue-page tabs (RQ's table rows): relay lists RELAYED instead of DONE. */
@@ -415,24 +415,34 @@ export function queueRoutes(ctx: WebContext): Router {
     else await queuePage(req, res, q);
   }
 
-  /** The dashboard's queue page: status, admin, config, schedule, one page of one state. */
+  /**
+   * The dashboard's queue page: status, admin, config, schedule, and one page of one
+   * state, filtered and sorted as its URL says (list-filter.ts), listed by the `rows`
+   * command, with the bulk actions that apply to the state. A page past the last shows
+   * the last.
+   */
   async function queuePage(req: Request, res: Response, q: QueueLayout): Promise<void> {
-    const requested = checkedParam(req, 'page', PAGE_PARAM);
-    const wanted = checkedParam(req, 'state', STATE_PARAM);
+    const view = listView(req);
     const [probe, configText] = await Promise.all([probeQueue(gw, q.name), readText(q.configFile)]);
     const base = q.name === 'relay' ? RELAY_TABS : TABS;
-    const state = wanted ?? 'que';
+    const state = view.state ?? 'que';
     const tabs = STATES.filter((s) => base.includes(s) || s === state || (probe.up && probe.counts[s] > 0));
-    let listing: { state: State; page: number; pages: number; total: number; rows: ListedMessage[]; error?: string } | undefined;
+    let listing: { state: State; page: number; pages: number; total: number; matching: number; rows: ListRow[]; error?: string } | undefined;
     if (probe.up && probe.status !== 'DOWN') {
+      const ask = (page: number) => gw.queues.probe(q.name, 'rows', { state, filter: view.filter, ...(view.sort ? { sort: view.sort } : {}), offset: (page - 1) * view.size, limit: view.size }, LIST_TIMEOUT_MS);
+      let page = view.page;
+      let reply = await ask(page);
+      const pagesOf = (matching: number): number => Math.max(1, Math.ceil(matching / view.size));
+      if (reply !== undefined && !isRefusal(reply) && page > pagesOf(reply[1].matching)) {
+        page = pagesOf(reply[1].matching);
+        reply = await ask(page);
+      }
       const total = probe.counts[state];
-      const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
-      const page = Math.min(requested, pages);
-      const reply = await gw.queues.probe(q.name, 'messages', { state, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }, PROBE_TIMEOUT_MS * 5);
       listing = reply !== undefined && !isRefusal(reply)
-        ? { state, page, pages, total, rows: reply }
-        : { state, page, pages, total, rows: [], error: 'The queue did not list its messages; try again.' };
+        ? { state, page, pages: pagesOf(reply[1].matching), total: reply[1].total, matching: reply[1].matching, rows: reply[1].rows }
+        : { state, page, pages: 1, total, matching: 0, rows: [], error: 'The queue did not list its messages; try again.' };
     }
+    const shown = { ...view, state };
     await sendPage(res, 'queue', {
       ...VIEW_HELPERS,
       name: q.name,
@@ -442,8 +452,13 @@ export function queueRoutes(ctx: WebContext): Router {
       schedule: probe.up ? probe.schedule : [],
       tabs,
       listing,
-      pageSize: PAGE_SIZE,
-      bulk: { ops: bulkOpsFor(state), filter: filterOf(params(req)) },
+      view: shown,
+      filter: view.fields,
+      pageSizes: PAGE_SIZES,
+      timeInput,
+      query: (change?: Parameters<typeof viewQuery>[1]) => viewQuery(listing ? { ...shown, page: listing.page } : shown, change),
+      pageSize: view.size,
+      bulkOps: bulkOpsFor(state),
     });
   }
 
