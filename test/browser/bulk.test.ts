@@ -116,7 +116,7 @@ describe('bulk actions', () => {
     expect(await post({ op: 'retry', state: 'que', all: '1' })).toEqual([400, expect.stringContaining('&#39;op&#39; retry applies to messages in err, not in que')]);
     expect(await post({ op: 'move', state: 'que', all: '1', dest_queue: 'nowhere' })).toEqual([400, expect.stringContaining('&#39;dest_queue&#39;: no such queue')]);
     expect(await post({ op: 'delete', state: 'que' })).toEqual([400, expect.stringContaining('&#39;ids&#39;: no messages checked')]);
-    expect(await post({ op: 'delete', state: 'que', all: '1', from: 'yesterday' })).toEqual([400, expect.stringContaining('&#39;from&#39; must be a date and time')]);
+    expect(await post({ op: 'delete', state: 'que', all: '1', from: 'yesterday' })).toEqual([400, expect.stringContaining('&#39;from&#39; must be a date-time YYYY-MM-DDTHH:MM')]);
     expect((await web().get('/q/bulky/bulk', html)).status).toBe(404);
     expect((await web().get('/q/bulky/bulk/0123456789abcdef.json')).status).toBe(404);
     expect((await counts('bulky')).que).toBe(2);
