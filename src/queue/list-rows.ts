@@ -89,6 +89,12 @@ class Item {
     return this.status;
   }
 
+  /** Where a waiting, running or relayed message goes (a relayed one's is read from its `msg`). */
+  dest(): unknown {
+    if (this.listed.entry !== undefined && this.msg === undefined) return this.listed.entry.dest ?? null;
+    return this.msgOf().dest ?? null;
+  }
+
   created(): number | null {
     return idTimeMs(this.id) ?? null;
   }
@@ -124,6 +130,7 @@ class Item {
       exit: this.rec?.exit ?? null,
       status: this.statusText(),
       ...(this.listed.entry ? { due: this.listed.entry.due } : {}),
+      ...(this.state === 'que' || this.state === 'run' || this.state === 'relayed' ? { dest: this.dest() } : {}),
     };
   }
 }

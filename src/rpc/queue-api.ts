@@ -106,6 +106,8 @@ export interface ListRow {
   exit: string | null;
   status: string;
   due?: unknown;
+  /** que, run and relayed: the message's `dest`. */
+  dest?: unknown;
 }
 
 /** The `rows` reply: the state's count, how many match, and the page. */

@@ -611,6 +611,7 @@ describe('queue routes', () => {
         await waitFor(async () => (await (await web().get('/q/running?state=run')).text()).includes('<td class="status">run - hanging</td>'), 5_000, 'the run status');
         const html = await (await web().get('/q/running?state=run')).text();
         expect(listedIds(html, 'running')).toEqual([id]);
+        expect(html).toContain('<td class="dest">running</td>');
         expect(html).toContain(`<form class="inline" method="post" action="/q/running/${id}"><input type="hidden" name="_method" value="destroy">`);
       } finally {
         await t().rpc('running', 'destroy_message', { msg_id: id });
