@@ -108,8 +108,11 @@ export async function openQueue(name: string, log: Logger, o: ServeOptions): Pro
   };
   let config: QueueConfig;
   try {
-    // Written off the main thread: a host opening thousands of queues at once writes them in parallel.
-    await fsp.writeFile(layout.pidFile, `${process.pid}\n`);
+    // Written off the main thread: a host opening thousands of queues at once writes them in
+    // parallel. Renamed into place, so a reader never finds it empty (the lock makes the
+    // temporary name this process's alone).
+    await fsp.writeFile(`${layout.pidFile}.tmp`, `${process.pid}\n`);
+    await fsp.rename(`${layout.pidFile}.tmp`, layout.pidFile);
     config = parseQueueConfig(fs.readFileSync(layout.configFile, 'utf8'), layout.configFile);
   } catch (e) {
     return refuse(`Invalid queue config for ${name}: ${coerceError(e).message}`);

@@ -80,7 +80,7 @@ function appRoutes(): Array<{ method: string; path: string }> {
 
 /** The good value of each path parameter (the walk changes one at a time). */
 function goodParams(): Record<string, string> {
-  return { name: 'walk', msg_id: waiting, log_name: 'stdio.log', attach_name: 'a.txt', attachment_name: 'a.txt', file: 'uPlot.min.css' };
+  return { name: 'walk', msg_id: waiting, log_name: 'stdio.log', attach_name: 'a.txt', attachment_name: 'a.txt', file: 'uPlot.min.css', job: '0123456789abcdef' };
 }
 
 /**
