@@ -10,8 +10,10 @@
  *      (figure 4e's request);
  *  (c) `finished`, a pull queue whose N messages were created and acked straight from
  *      que (16 clients over the socket: the fastest way to make N done messages), so
- *      they are done with their finished records: the page filtered by param1 and sorted
- *      by duration, longest first, and a free text that matches none.
+ *      they are done with their finished records; then given a script, so that rq-mgr
+ *      serves it in a process of its own (its finished records read back at start) and
+ *      its page is the queue page: filtered by param1 and sorted by duration, longest
+ *      first, and a free text that matches none.
  *
  * Each is the p50 and worst of PAGE_REPS GETs, against a bare `GET /css/rq.css` of the
  * same web process, after one untimed GET of each queue's page (it starts the queue's
@@ -75,6 +77,17 @@ export async function figureLists(h: PullBenchHelpers): Promise<void> {
     });
     h.show('made done (create + ack)', `${done.toLocaleString('en-US')} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     if (waiting < n || done < n) h.note(`9. the fills stopped at their ${FILL_CAP_MS / 1000} s cap: ${waiting} waiting, ${done} done`);
+    // A pull queue's page shows its ready, delayed, leased and dead jobs: give `finished` a
+    // script, so rq-mgr moves it to a process of its own (a full recovery, its finished
+    // records read back) and its page is the queue page with the done tab.
+    const hostPid = fs.readFileSync(queueLayout(rootLayout(root), 'finished').pidFile, 'utf8').trim();
+    fs.writeFileSync(path.join(rootLayout(root).queuesDir, 'finished', 'config.json'), JSON.stringify({ name: 'finished', script: path.join(root, 'noop.sh'), num_workers: 1, exec_prefix: '' }));
+    rqMgr(root, 'reload');
+    for (let i = 0; i < 600; i++) {
+      const pid = fs.readFileSync(queueLayout(rootLayout(root), 'finished').pidFile, 'utf8').trim();
+      if (pid !== hostPid && (await rpcCall(socketOf('finished'), 'ping', '', 1_000).catch(() => null)) !== null) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
 
     // Untimed: the first page of each queue starts its disk-usage measurement, a walk of
     // its directories in the background that the figures are not about.

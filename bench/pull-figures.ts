@@ -47,7 +47,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-export function rqMgr(root: string, command: 'start' | 'stop'): void {
+export function rqMgr(root: string, command: 'start' | 'stop' | 'reload'): void {
   const r = spawnSync(process.execPath, [path.join(REPO, 'bin/rq-mgr'), command], { env: { ...process.env, RQ_ROOT: root }, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`rq-mgr ${command}: ${r.stdout}${r.stderr}`);
 }
