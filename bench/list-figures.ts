@@ -17,8 +17,9 @@
  *
  * Each is the p50 and worst of PAGE_REPS GETs, against a bare `GET /css/rq.css` of the
  * same web process, after one untimed GET of each queue's page (it starts the queue's
- * disk-usage walk) and once both walks have ended; goal <= 300 ms (worst). N is 100,000 (a tenth with --quick); a fill
- * that reaches its time cap is measured with what it made, and the notes say so.
+ * disk-usage walk) and once both walks have ended; goal <= 300 ms (worst). N is 100,000
+ * (a tenth with --quick); a fill that reaches its time cap is measured with what it made,
+ * and the notes say so.
  */
 import fs from 'node:fs';
 import path from 'node:path';
