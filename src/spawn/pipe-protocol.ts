@@ -1,5 +1,5 @@
 /**
- * The worker → rq line protocol on fd 3 (spec/rq.md §3.4, docs in README "Writing a
+ * The worker → rq line protocol on fd 3 (the README's "Writing a
  * queue script"). A closed vocabulary: each line parses into one `WorkerReport`.
  *
  * RQ's rule for anything else is written here once: an unrecognised line (including

@@ -93,6 +93,16 @@ async function submitForm(action: string, fields: Record<string, string>): Promi
   await Promise.all([page().waitForNavigation(), page().evaluate(`(${SUBMIT_FORM})(${JSON.stringify([action, fields])})`)]);
 }
 
+/** A message page that does not offer `button`; its form (`<page>/<action>`) posted anyway gets a styled 409 with `reason`. */
+async function refusedAction(messagePage: string, action: string, button: string, reason: RegExp): Promise<void> {
+  await page().goto(`${web().base}${messagePage}`);
+  expect(await page().locator('#msg-actions').textContent()).not.toContain(button);
+  const answer = page().waitForResponse((r) => r.url().endsWith(`/${action}`));
+  await submitForm(`${messagePage}/${action}`, {});
+  expect((await answer).status()).toBe(409);
+  await expectStyledError(409, reason);
+}
+
 describe('the dashboard pages that were broken', () => {
   it('serves a pull queue whose name has a dot (lmstfy test/q) as page, .json and .txt, linked from the overview', async () => {
     const reply = await t().rpc('test.q', 'publish', { payload: Buffer.from('hello').toString('base64') });
@@ -116,22 +126,12 @@ describe('the dashboard pages that were broken', () => {
   it('offers Run Now and Clone only where they work, and shows a refused one and a bad admin operation on a styled page with the reason (4xx, not a bare 500)', async () => {
     const failed = await send('failing');
     await t().waitState('failing', failed, 'err');
-    await page().goto(`${web().base}/q/failing/${failed}`);
     // The page offers neither where they cannot work; a form posted anyway meets the styled refusal.
-    expect(await page().locator('#msg-actions').textContent()).not.toContain('Run message');
-    const runNow = page().waitForResponse((r) => r.url().endsWith('/run_now'));
-    await submitForm(`/q/failing/${failed}/run_now`, {});
-    expect((await runNow).status()).toBe(409);
-    await expectStyledError(409, /msg not in runnable state/);
+    await refusedAction(`/q/failing/${failed}`, 'run_now', 'Run message', /msg not in runnable state/);
 
     const running = await send('waiting');
     await t().waitState('waiting', running, 'run');
-    await page().goto(`${web().base}/q/waiting/${running}`);
-    expect(await page().locator('#msg-actions').textContent()).not.toContain('Clone message');
-    const clone = page().waitForResponse((r) => r.url().endsWith('/clone'));
-    await submitForm(`/q/waiting/${running}/clone`, {});
-    expect((await clone).status()).toBe(409);
-    await expectStyledError(409, /cannot clone message in run state/);
+    await refusedAction(`/q/waiting/${running}`, 'clone', 'Clone message', /cannot clone message in run state/);
     await docShot('error-page.png');
     fs.writeFileSync(path.join(t().queueDir('waiting'), 'run', running, 'job', 'go'), '');
 
