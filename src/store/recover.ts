@@ -31,7 +31,9 @@ import type { Lease, Message } from '../domain/message.js';
 import type { Logger } from '../lib/logger.js';
 import type { QueueLayout } from './layout.js';
 import type { MessageStore } from './message-store.js';
-import { entryFromMessage, readIndex, type QueEntry } from './que-index.js';
+import { mayHavePowerCut, readJournal } from './journal.js';
+import { entryFromMessage, type QueEntry } from './que-index.js';
+import { replayJournal } from './replay.js';
 
 /** A worker from before the restart, still alive (its pid, and when its pid file was written). */
 export interface LiveWorker {
@@ -49,10 +51,12 @@ export interface Recovered {
   orphans: Array<{ id: string; msg: Message; worker: LiveWorker }>;
   /** The waiting messages' index entries. */
   que: QueEntry[];
-  /** The index holds lines that are not exactly the waiting messages: compact it. */
+  /** The journal holds lines that are not exactly the waiting messages, or replay changed the directories: checkpoint. */
   staleIndex: boolean;
-  /** Lines of the index as read (the journal's length). */
+  /** Lines of the journal as read. */
   indexLines: number;
+  /** The boots that wrote the journal. */
+  boots: ReadonlySet<string>;
 }
 
 /**
@@ -60,6 +64,8 @@ export interface Recovered {
  * run's `pid` names the same worker still alive (spawn/runner.ts).
  */
 export function recoverQueue(store: MessageStore, layout: QueueLayout, log: Logger, liveWorker: (id: string) => LiveWorker | undefined): Recovered {
+  const index = readJournal(layout.indexFile);
+  const replayed = replayJournal(layout, index.records, mayHavePowerCut(index), log);
   const prep = store.sweepPrep().sort().reverse();
   const leased: Recovered['leased'] = [];
   const orphans: Recovered['orphans'] = [];
@@ -93,7 +99,6 @@ export function recoverQueue(store: MessageStore, layout: QueueLayout, log: Logg
       log.error({ msg_id: id, err: coerceError(e).message }, 'cannot move run message back to que');
     }
   }
-  const index = readIndex(layout.indexFile);
   const que: QueEntry[] = [];
   let reindexed = 0;
   for (const id of store.listFlat('que')) {
@@ -114,5 +119,13 @@ export function recoverQueue(store: MessageStore, layout: QueueLayout, log: Logg
     }
     que.push(entry);
   }
-  return { prep, leased, orphans, que, staleIndex: index.lines !== que.length || reindexed > 0, indexLines: index.lines };
+  return {
+    prep,
+    leased,
+    orphans,
+    que,
+    staleIndex: index.entryLines !== que.length || reindexed > 0 || replayed > 0,
+    indexLines: index.lines,
+    boots: index.boots,
+  };
 }
