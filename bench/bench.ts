@@ -622,8 +622,8 @@ function capNote(what: string, capMs: number, did: number, of: number): void {
 async function figureCreates(): Promise<void> {
   say(`\n[1] durable creates (${int(CREATES)} messages per variant, queue paused, fresh root each)`);
   const variants = [
-    { clients: 1, bareWhat: 'sequential (sync calls)', bareShort: 'sequential', bare: async () => bareCreatesSync(CREATES), goal: 1_500 },
-    { clients: CLIENTS, bareWhat: `${CLIENTS} in flight (fs.promises)`, bareShort: `${CLIENTS}-way`, bare: () => bareCreatesAsync(CREATES, CLIENTS), goal: 4_000 },
+    { clients: 1, bareWhat: 'sequential (sync calls)', bareShort: 'sequential', bare: async () => bareCreatesSync(CREATES), goal: 1.0 },
+    { clients: CLIENTS, bareWhat: `${CLIENTS} in flight (fs.promises)`, bareShort: `${CLIENTS}-way`, bare: () => bareCreatesAsync(CREATES, CLIENTS), goal: 1.5 },
   ];
   for (const { clients, bareWhat, bareShort, bare, goal } of variants) {
     const limit = await bare();
@@ -652,8 +652,8 @@ async function figureCreates(): Promise<void> {
       figure: what,
       measured: `${int(rate)} msg/s (${pct(rate, limit)} of limit)`,
       limit: `bare loop, ${bareShort}: ${int(limit)} msg/s`,
-      goal: `>= ${int(goal)} msg/s`,
-      verdict: verdict(rate >= goal),
+      goal: `>= ${goal.toFixed(1)}x limit`,
+      verdict: verdict(rate >= goal * limit),
     });
   }
 }
@@ -680,8 +680,8 @@ async function figureProcessing(): Promise<void> {
       figure: `2. processing, ${workers} worker${workers > 1 ? 's' : ''}`,
       measured: `${int(rate)} msg/s (${pct(rate, direct)} of limit)`,
       limit,
-      goal: workers === 4 ? '>= 95% of limit' : '(info)',
-      verdict: workers === 4 ? verdict(rate >= 0.95 * direct) : '-',
+      goal: workers === 4 ? '>= 85% of limit' : '(info)',
+      verdict: workers === 4 ? verdict(rate >= 0.85 * direct) : '-',
     });
     if (workers === 4 && fs.existsSync(SHM) && fsTypeOf(SHM).startsWith('tmpfs')) {
       // The same queue on tmpfs: what the engine costs, without creating files on a disk.
@@ -821,13 +821,14 @@ async function figureLatency(): Promise<void> {
   const p50 = percentile(lat, 50);
   const p99 = percentile(lat, 99);
   show('create_message -> script start', `p50 ${ms2(p50)}  p99 ${ms2(p99)}  (max ${ms2(lat[lat.length - 1] ?? NaN)})`);
-  for (const [p, measured, goalMs] of [[50, p50, 4], [99, p99, 8]] as const) {
+  for (const [p, measured, overMs] of [[50, p50, 1], [99, p99, 3]] as const) {
+    const limit = percentile(bare, p);
     rows.push({
       figure: `3. commit -> start, p${p}`,
       measured: ms2(measured),
-      limit: `bare spawn p${p}: ${ms2(percentile(bare, p))}`,
-      goal: `<= ${goalMs} ms`,
-      verdict: verdict(measured <= goalMs),
+      limit: `bare spawn p${p}: ${ms2(limit)}`,
+      goal: `<= limit + ${overMs} ms`,
+      verdict: verdict(measured <= limit + overMs),
     });
   }
 }
@@ -947,7 +948,7 @@ async function figureBigQueue(): Promise<void> {
     figure: `4b. drain, ${size} waiting`,
     measured: `${int(bigRate)} msg/s (${pct(bigRate, smallRate)} of limit)`,
     limit: `${DRAIN_WINDOW} waiting: ${int(smallRate)} msg/s`,
-    goal: 'within 10%',
+    goal: '>= 90% of limit',
     verdict: verdict(bigRate >= 0.9 * smallRate),
   });
 
