@@ -226,6 +226,7 @@ export function closeQueue(s: QueueState): void {
     for (const timer of run.timers) clearTimeout(timer);
   }
   s.committer.close();
+  s.store.close();
   s.finished.close();
 }
 

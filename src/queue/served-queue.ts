@@ -294,6 +294,7 @@ export class ServedQueue {
     if (!release) {
       // A clean exit leaves a journal with nothing to replay (if the checkpoint ends in time).
       if (s && s.committer.appended().lines > 0) await checkpoint(s);
+      s?.store.close();
       return;
     }
     if (s) {

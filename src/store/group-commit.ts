@@ -36,6 +36,12 @@ const fdatasyncAsync = promisify(fs.fdatasync);
 export interface CommitOp {
   /** Records to append to the journal: the commit point, synced before the renames. */
   journal?: string;
+  /**
+   * Writes the renames need (the files they put in place), run while the journal syncs:
+   * they only write temp names, so the order does not matter until the renames. A
+   * rejection rejects the op alone, as a failed rename does.
+   */
+  prepare?: () => Promise<void>;
   /** `[from, to]` renames, in order, once the records are synced. */
   renames?: Array<[string, string]>;
   /** Appended (not synced) if a rename fails after the records were synced. */
@@ -141,6 +147,9 @@ export function createGroupCommitter(): GroupCommitter {
     /** The journal's size before this batch appended to it, while the batch may still fail. */
     let appendedAt: { fd: number; size: number } | undefined;
     let lines = 0;
+    /** The ops' prepares under way, and the error of each that failed. */
+    const prepared: Array<Promise<void>> = [];
+    const unprepared = new Map<Pending, unknown>();
     try {
       if (journal && journalFd !== undefined) {
         appendedAt = { fd: journalFd, size: fs.fstatSync(journalFd).size };
@@ -148,8 +157,10 @@ export function createGroupCommitter(): GroupCommitter {
       }
       const syncs = fds.map((fd) => fsyncAsync(fd));
       if (appendedAt) syncs.push(fdatasyncAsync(appendedAt.fd));
+      for (const p of batch) if (p.op.prepare) prepared.push(p.op.prepare().catch((e: unknown) => void unprepared.set(p, e)));
       // Every fsync settles before the descriptors are closed, failed or not.
-      const failure = (await Promise.allSettled(syncs)).find((r) => r.status === 'rejected');
+      const [settled] = await Promise.all([Promise.allSettled(syncs), ...prepared]);
+      const failure = settled.find((r) => r.status === 'rejected');
       if (failure) throw failure.reason;
       journalLines += lines;
       appendedLines += lines;
@@ -165,6 +176,7 @@ export function createGroupCommitter(): GroupCommitter {
     let undo = '';
     for (const p of batch) {
       try {
+        if (unprepared.has(p)) throw unprepared.get(p);
         for (const [from, to] of p.op.renames ?? []) fs.renameSync(from, to);
         for (const d of p.op.syncDirs ?? []) dirs.add(d);
         renamed.push(p);

@@ -26,6 +26,7 @@
  * it, and a write that fails leaves no temp file behind.
  */
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { RqError, asNoSpace, errnoCode, isNoSpace } from '../domain/errors.js';
 import { idTimestamp } from '../domain/ids.js';
@@ -38,6 +39,7 @@ import { countHashed, hashedIds, isMessageName, stateGroups, type MessageGroup }
 import { lstatOrUndefined, readdirOrEmptySync } from './if-present.js';
 import type { QueueLayout } from './layout.js';
 import { createRunFiles, type RunFiles } from './run-files.js';
+import { createSpareDirs, type SpareDir } from './spare-dirs.js';
 import { recordLine, undoLine, type JournalRecord } from './journal.js';
 import { entryFromMessage, journalLine, type QueEntry } from './que-index.js';
 
@@ -148,6 +150,8 @@ export interface MessageStore extends AttachmentStore, RunFiles {
   discard(state: State, id: string): boolean;
   /** Remove a hashed state's minute directory once it is empty, then its hour and day directories if they are empty too. */
   pruneHashed(minuteDir: string): void;
+  /** The queue is put away or stops: remove the directories made ahead for new messages (spare-dirs.ts). */
+  close(): void;
 }
 
 export type { MessageGroup } from './hashed-tree.js';
@@ -164,6 +168,12 @@ const STATUS_OFTEN_MISSING: ReadonlySet<State> = new Set(['prep', 'que']);
  * small attachments as base64), and what is fsynced in place instead (`keep`: open
  * descriptors; undefined when the record carries it all).
  */
+/** Directories to make and files to write while a change's record syncs. */
+interface Later {
+  dirs: string[];
+  files: Array<[string, string | Buffer]>;
+}
+
 interface Plan {
   msgText?: string;
   bigMsg: boolean;
@@ -185,8 +195,8 @@ function notInState(id: string, from: State, cause: unknown): RqError {
 }
 
 export function createMessageStore(q: QueueLayout, committer: GroupCommitter): MessageStore {
-  let seq = 0;
   const attachments = createAttachmentStore(q);
+  const spares = createSpareDirs(q.stateDir('prep'));
   const madeHashDirs = new Set<string>();
   const where = path.relative(q.root.root, q.dir);
 
@@ -257,13 +267,26 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     }
   }
 
-  /** Write each file as `attach/<name>.tmp` in `dir`; `keep` holds their fds, `renames` what puts them in place. */
-  function stageFiles(dir: string, files: Readonly<Record<string, Buffer>>, keep: number[] | undefined, renames: Array<[string, string]>): void {
+  /** Write `file` now, its descriptor kept in `keep` for an fsync; without `keep`, leave it to the commit's prepare (`later`). */
+  function stage(file: string, content: string | Buffer, keep: number[] | undefined, later: Later): void {
+    if (keep) writeStaged(file, content, keep);
+    else later.files.push([file, content]);
+  }
+
+  /** The writes left to a commit's prepare: made in the thread pool while the journal syncs. */
+  async function writeLater(later: Later): Promise<void> {
+    for (const dir of later.dirs) await fsp.mkdir(dir, { recursive: true });
+    await Promise.all(later.files.map(([file, content]) => fsp.writeFile(file, content)));
+  }
+
+  /** Each file as `attach/<name>.tmp` in `dir`; `keep` holds their fds, `renames` what puts them in place. */
+  function stageFiles(dir: string, files: Readonly<Record<string, Buffer>>, keep: number[] | undefined, later: Later, renames: Array<[string, string]>): void {
     const attach = path.join(dir, 'attach');
-    fs.mkdirSync(attach, { recursive: true });
+    if (keep) fs.mkdirSync(attach, { recursive: true });
+    else later.dirs.push(attach);
     for (const [name, data] of Object.entries(files)) {
       const tmp = path.join(attach, `${name}.tmp`);
-      writeStaged(tmp, data, keep);
+      stage(tmp, data, keep, later);
       renames.push([tmp, path.join(attach, name)]);
     }
     keep?.push(fs.openSync(attach, 'r'));
@@ -271,31 +294,37 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
 
   /**
    * The files of a rewrite or move: new attachments, msg and status, staged as tmp files in
-   * `src`. With `keep` (durable in place) their fds, and those of what the message holds
-   * already, are kept for an fsync; else the record carries them.
+   * `src`. With `keep` (durable in place) they are written now, and their fds, and those of
+   * what the message holds already, kept for an fsync; else the record carries them, and
+   * they are written while it syncs (`later`).
    */
-  function stageContents(id: string, from: State, src: string, opts: MoveOptions, p: Plan, renames: Array<[string, string]>): void {
+  function stageContents(id: string, from: State, src: string, opts: MoveOptions, p: Plan, later: Later, renames: Array<[string, string]>): void {
     const { keep } = p;
     try {
-      if (opts.files) stageFiles(src, opts.files, keep, renames);
+      // The source must be there now: its record is written before any file of it.
+      if (!keep) fs.accessSync(src);
+      if (opts.files) stageFiles(src, opts.files, keep, later, renames);
       if (p.msgText !== undefined) {
-        writeStaged(path.join(src, 'tmp'), p.msgText, keep);
+        stage(path.join(src, 'tmp'), p.msgText, keep, later);
         renames.push([path.join(src, 'tmp'), path.join(src, 'msg')]);
       }
       if (opts.status !== undefined) {
-        writeStaged(path.join(src, 'status.tmp'), JSON.stringify({ job_status: opts.status }), keep);
+        stage(path.join(src, 'status.tmp'), JSON.stringify({ job_status: opts.status }), keep, later);
         renames.push([path.join(src, 'status.tmp'), path.join(src, 'status')]);
       } else if (keep) {
         keep.push(...maybeOpen(path.join(src, 'status')));
       }
       if (keep && from === 'prep' && !opts.files) keep.push(...maybeOpen(path.join(src, 'attach')));
-      // Without `keep` the source must be there now: its record is written before any rename.
-      if (!keep && renames.length === 0) fs.accessSync(src);
     } catch (e) {
       for (const fd of keep ?? []) fs.closeSync(fd);
-      for (const [tmp] of renames) fs.rmSync(tmp, { force: true });
+      removeTemps(renames);
       throw isNoSpace(e) ? refusal(e) : notInState(id, from, e);
     }
+  }
+
+  /** Remove the temp files (`tmp`, `status.tmp`, `attach/<name>.tmp`) of a change that failed. */
+  function removeTemps(renames: ReadonlyArray<[string, string]>): void {
+    for (const [from] of renames) if (from.endsWith('tmp')) fs.rmSync(from, { force: true });
   }
 
   /**
@@ -360,17 +389,20 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     }
     const p = plan(opts, from === 'prep' ? { id, from, dir: src } : undefined);
     const renames: Array<[string, string]> = [];
-    stageContents(id, from, src, opts, p, renames);
+    const later: Later = { dirs: [], files: [] };
+    stageContents(id, from, src, opts, p, later, renames);
     if (renames.length > 0) syncDirs.push(dst);
     renames.push([src, dst]);
     try {
       await committer.commit({
         journal: record(id, to, opts, p, fresh),
+        ...(later.files.length > 0 ? { prepare: () => writeLater(later) } : {}),
         renames,
         undo: undoLine(id),
         ...(p.keep ? { fsyncFds: p.keep, syncDirs } : {}),
       });
     } catch (e) {
+      removeTemps(renames);
       if (errnoCode(e) !== 'ENOENT') throw refusal(e);
       if (fs.existsSync(src) && HASHED_STATES.has(to)) {
         // The cleaner removed a hashed directory this process had made: make it again.
@@ -387,29 +419,32 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
 
     async create(build, to, opts = {}) {
       const ts = idTimestamp(new Date());
-      const tmpDir = path.join(q.stateDir('prep'), `_${ts}.${process.pid}.${seq++}`);
+      let spare: SpareDir;
       try {
-        fs.mkdirSync(tmpDir);
+        spare = spares.take();
       } catch (e) {
         throw refusal(e);
       }
+      const tmpDir = spare.dir;
       let msg: Message;
       let p: Plan = { bigMsg: false };
+      const later: Later = { dirs: [], files: [] };
       const syncDirs = [q.stateDir(to)];
       try {
-        const shortId = `${ts}.${fs.statSync(tmpDir).ino}`;
+        const shortId = `${ts}.${spare.ino}`;
         msg = build(shortId);
         const marker = opts.marker?.(msg);
         p = plan({ msg, ...(opts.files ? { files: opts.files } : {}) });
         // Made durable in place (fsyncs kept here) when the record cannot carry it all.
         if (marker || (opts.linkFrom && opts.linkFrom.names.length > 0)) p.keep ??= [];
         const { keep } = p;
-        writeStaged(path.join(tmpDir, 'msg'), p.msgText ?? '', keep);
+        stage(path.join(tmpDir, 'msg'), p.msgText ?? '', keep, later);
         if (opts.files) {
           // Written in place: the whole directory is renamed into its state at once.
           const attach = path.join(tmpDir, 'attach');
-          fs.mkdirSync(attach);
-          for (const [name, data] of Object.entries(opts.files)) writeStaged(path.join(attach, name), data, keep);
+          if (keep) fs.mkdirSync(attach);
+          else later.dirs.push(attach);
+          for (const [name, data] of Object.entries(opts.files)) stage(path.join(attach, name), data, keep, later);
           keep?.push(fs.openSync(attach, 'r'));
         }
         if (opts.linkFrom && opts.linkFrom.names.length > 0) {
@@ -436,6 +471,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       try {
         await committer.commit({
           journal: record(msg.msg_id, to, { msg }, p, to === 'que'),
+          ...(later.files.length > 0 ? { prepare: () => writeLater(later) } : {}),
           renames: [[tmpDir, q.msgDir(to, msg.msg_id)]],
           undo: undoLine(msg.msg_id),
           ...(p.keep ? { fsyncFds: p.keep, syncDirs } : {}),
@@ -462,10 +498,12 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       const dir = q.msgDir(state, id);
       const p = plan(opts);
       const renames: Array<[string, string]> = [];
-      stageContents(id, state, dir, opts, p, renames);
+      const later: Later = { dirs: [], files: [] };
+      stageContents(id, state, dir, opts, p, later, renames);
       try {
         await committer.commit({
           journal: record(id, state, opts, p),
+          ...(later.files.length > 0 ? { prepare: () => writeLater(later) } : {}),
           renames,
           undo: undoLine(id),
           ...(p.keep ? { fsyncFds: p.keep, syncDirs: [dir] } : {}),
@@ -585,6 +623,8 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       committer.commit({ journal: recordLine({ id, to: 'gone' }) }).catch(() => undefined);
       return true;
     },
+
+    close: () => spares.close(),
 
     pruneHashed(minuteDir) {
       madeHashDirs.delete(minuteDir);
