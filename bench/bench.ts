@@ -626,7 +626,9 @@ async function figureCreates(): Promise<void> {
     { clients: CLIENTS, bareWhat: `${CLIENTS} in flight (fs.promises)`, bareShort: `${CLIENTS}-way`, bare: () => bareCreatesAsync(CREATES, CLIENTS), goal: 1.5 },
   ];
   for (const { clients, bareWhat, bareShort, bare, goal } of variants) {
+    const bareCpu = process.cpuUsage();
     const limit = await bare();
+    const bareCpuMs = cpuMs(process.cpuUsage(bareCpu));
     show(`bare loop, ${bareWhat}`, `${int(limit)} msg/s`);
     if (clients === 1 && limit < 0.6 * ARCH_BARE_CREATES) {
       notes.push(
@@ -640,12 +642,22 @@ async function figureCreates(): Promise<void> {
     await q.start();
     await q.fill(WARMUP, clients);
     quiesce();
+    const queueCpu0 = procCpuMs(q.pid);
+    const clientCpu = process.cpuUsage();
     const t0 = performance.now();
     const made = await q.fill(CREATES, clients, t0 + CAP_MS.creates);
     const rate = made / ((performance.now() - t0) / 1000);
+    const clientCpuMs = cpuMs(process.cpuUsage(clientCpu));
+    const queueCpuMs = procCpuMs(q.pid) - queueCpu0;
     const c = await q.counts();
     await q.stop();
     show(`create_message, ${who}`, `${int(rate)} msg/s`);
+    // Where the time goes: CPU (user + system) per message, against the two cores' worth.
+    show(
+      '  CPU per message (user + system)',
+      `queue ${ms2(queueCpuMs / made)}, clients ${ms2(clientCpuMs / made)}; bare loop ${ms2(bareCpuMs / (CREATES + WARMUP))}; ` +
+        `the machine's ${os.cpus().length} cores give ${ms2((os.cpus().length * 1000) / rate)} per message at this rate`,
+    );
     capNote(what, CAP_MS.creates, made, CREATES);
     if (c.que !== made + WARMUP) notes.push(`${what}: made ${made + WARMUP}, num_messages says que = ${c.que}`);
     rows.push({
@@ -656,6 +668,17 @@ async function figureCreates(): Promise<void> {
       verdict: verdict(rate >= goal * limit),
     });
   }
+}
+
+/** Milliseconds of CPU in a process.cpuUsage() difference. */
+function cpuMs(u: NodeJS.CpuUsage): number {
+  return (u.user + u.system) / 1000;
+}
+
+/** Milliseconds of CPU (user + system) a process has used so far, from /proc (clock ticks of 10 ms). */
+function procCpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** The tmpfs of /dev/shm, where figure 2 is measured once more without the disk's costs. */
