@@ -94,6 +94,8 @@ if ('refused' in opened) fatal(`${opened.refused}. Exiting.`);
 queue = opened;
 const layout = queueLayout(root, name);
 log.info({ socket: layout.socket }, 'queue started');
+// rq-mgr waits for this word (or its ping's answer) before it counts the queue as started.
+if (process.connected) process.send?.({ type: 'serving' });
 const flagFiles = [path.basename(layout.downFlag), path.basename(layout.pauseFlag)];
 watchFlags(root.configDir, (file) => {
   if (file === null || flagFiles.includes(file)) queue?.flagsChanged();
