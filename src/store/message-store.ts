@@ -26,7 +26,6 @@
  * it, and a write that fails leaves no temp file behind.
  */
 import fs from 'node:fs';
-import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { RqError, asNoSpace, errnoCode, isNoSpace } from '../domain/errors.js';
 import { idTimestamp } from '../domain/ids.js';
@@ -273,10 +272,19 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     else later.files.push([file, content]);
   }
 
-  /** The writes left to a commit's prepare: made in the thread pool while the journal syncs. */
-  async function writeLater(later: Later): Promise<void> {
-    for (const dir of later.dirs) await fsp.mkdir(dir, { recursive: true });
-    await Promise.all(later.files.map(([file, content]) => fsp.writeFile(file, content)));
+  /**
+   * The writes left to a commit's prepare, made while the journal syncs in the thread pool.
+   * On the main thread: the calls are short, and a hop to the pool and back for each
+   * would cost more than it frees on two cores.
+   */
+  function writeLater(later: Later): Promise<void> {
+    try {
+      for (const dir of later.dirs) fs.mkdirSync(dir, { recursive: true });
+      for (const [file, content] of later.files) fs.writeFileSync(file, content);
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
+    return Promise.resolve();
   }
 
   /** Each file as `attach/<name>.tmp` in `dir`; `keep` holds their fds, `renames` what puts them in place. */
