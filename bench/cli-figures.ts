@@ -24,7 +24,7 @@ import { REPO, freePort, rqMgr, type PullBenchHelpers } from './pull-figures.js'
 
 const QUEUE = 'cli';
 const GOAL_RATIO = 1.2;
-const ORIGINAL = '65–71 ms p50 (the original RQ, as issue 24 quotes it; not measured here)';
+const ORIGINAL = '65–71 ms p50, as issue 24 quotes it (not measured here)';
 
 /** One command timed in turn with the others: what it is, how to run it once, its times. */
 interface Contender {
@@ -67,7 +67,7 @@ export async function figureCli(h: PullBenchHelpers): Promise<void> {
     for (let i = 0; i < runs; i++) for (const c of contenders) c.ms.push(c.run());
     const p = (c: Contender, at: number): number => h.percentile([...c.ms].sort((a, b) => a - b), at);
     for (const c of contenders) h.show(c.label, `p50 ${p(c, 50).toFixed(1)} ms, p90 ${p(c, 90).toFixed(1)} ms`);
-    h.show('the original RQ', ORIGINAL);
+    h.show('the original RQ (its Ruby CLI)', ORIGINAL);
     const ratio = p(rq, 50) / p(bare, 50);
     h.addRow({
       figure: '11. bin/rq sendmesg, one call',
