@@ -46,6 +46,8 @@
  *     confirmation's POST to the job's end, against 10,000 bare directory renames.
  * 11. The CLI (cli-figures.ts): `bin/rq sendmesg`, one call against a running queue, p50
  *     and p90, alternated with a bare `node -e 0`.
+ * 12. `rq-mgr start` until the dashboard answers (start-figures.ts), 10,000 waiting, against
+ *     a bare node that loads express and answers, and `node -e 0`.
  *
  * Plan (ARCHITECTURE.md, "Facts measured on these machines"): ext4 here has no journal
  * and creates files much more slowly for minutes after many directories are deleted, so
@@ -80,6 +82,7 @@ import { figureLists } from './list-figures.js';
 import { figureWorkq } from './workq-figures.js';
 import { figureBulk } from './bulk-figures.js';
 import { figureCli } from './cli-figures.js';
+import { figureStart } from './start-figures.js';
 
 /** The queue process under test; RQ_BENCH_QUEUE_MAIN may point at another build to compare. */
 const QUEUE_MAIN = process.env['RQ_BENCH_QUEUE_MAIN'] ?? BUILT_QUEUE_MAIN;
@@ -625,11 +628,13 @@ function capNote(what: string, capMs: number, did: number, of: number): void {
 async function figureCreates(): Promise<void> {
   say(`\n[1] durable creates (${int(CREATES)} messages per variant, queue paused, fresh root each)`);
   const variants = [
-    { clients: 1, bareWhat: 'sequential (sync calls)', bareShort: 'sequential', bare: async () => bareCreatesSync(CREATES), goal: 1_500 },
-    { clients: CLIENTS, bareWhat: `${CLIENTS} in flight (fs.promises)`, bareShort: `${CLIENTS}-way`, bare: () => bareCreatesAsync(CREATES, CLIENTS), goal: 4_000 },
+    { clients: 1, bareWhat: 'sequential (sync calls)', bareShort: 'sequential', bare: async () => bareCreatesSync(CREATES), goal: 1.0 },
+    { clients: CLIENTS, bareWhat: `${CLIENTS} in flight (fs.promises)`, bareShort: `${CLIENTS}-way`, bare: () => bareCreatesAsync(CREATES, CLIENTS), goal: 1.5 },
   ];
   for (const { clients, bareWhat, bareShort, bare, goal } of variants) {
+    const bareCpu = process.cpuUsage();
     const limit = await bare();
+    const bareCpuMs = cpuMs(process.cpuUsage(bareCpu));
     show(`bare loop, ${bareWhat}`, `${int(limit)} msg/s`);
     if (clients === 1 && limit < 0.6 * ARCH_BARE_CREATES) {
       notes.push(
@@ -643,22 +648,43 @@ async function figureCreates(): Promise<void> {
     await q.start();
     await q.fill(WARMUP, clients);
     quiesce();
+    const queueCpu0 = procCpuMs(q.pid);
+    const clientCpu = process.cpuUsage();
     const t0 = performance.now();
     const made = await q.fill(CREATES, clients, t0 + CAP_MS.creates);
     const rate = made / ((performance.now() - t0) / 1000);
+    const clientCpuMs = cpuMs(process.cpuUsage(clientCpu));
+    const queueCpuMs = procCpuMs(q.pid) - queueCpu0;
     const c = await q.counts();
     await q.stop();
     show(`create_message, ${who}`, `${int(rate)} msg/s`);
+    // Where the time goes: CPU (user + system) per message, against the two cores' worth.
+    show(
+      '  CPU per message (user + system)',
+      `queue ${ms2(queueCpuMs / made)}, clients ${ms2(clientCpuMs / made)}; bare loop ${ms2(bareCpuMs / (CREATES + WARMUP))}; ` +
+        `the machine's ${os.cpus().length} cores give ${ms2((os.cpus().length * 1000) / rate)} per message at this rate`,
+    );
     capNote(what, CAP_MS.creates, made, CREATES);
     if (c.que !== made + WARMUP) notes.push(`${what}: made ${made + WARMUP}, num_messages says que = ${c.que}`);
     rows.push({
       figure: what,
       measured: `${int(rate)} msg/s (${pct(rate, limit)} of limit)`,
       limit: `bare loop, ${bareShort}: ${int(limit)} msg/s`,
-      goal: `>= ${int(goal)} msg/s`,
-      verdict: verdict(rate >= goal),
+      goal: `>= ${goal.toFixed(1)}x limit`,
+      verdict: verdict(rate >= goal * limit),
     });
   }
+}
+
+/** Milliseconds of CPU in a process.cpuUsage() difference. */
+function cpuMs(u: NodeJS.CpuUsage): number {
+  return (u.user + u.system) / 1000;
+}
+
+/** Milliseconds of CPU (user + system) a process has used so far, from /proc (clock ticks of 10 ms). */
+function procCpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** The tmpfs of /dev/shm, where figure 2 is measured once more without the disk's costs. */
@@ -683,8 +709,8 @@ async function figureProcessing(): Promise<void> {
       figure: `2. processing, ${workers} worker${workers > 1 ? 's' : ''}`,
       measured: `${int(rate)} msg/s (${pct(rate, direct)} of limit)`,
       limit,
-      goal: workers === 4 ? '>= 95% of limit' : '(info)',
-      verdict: workers === 4 ? verdict(rate >= 0.95 * direct) : '-',
+      goal: workers === 4 ? '>= 85% of limit' : '(info)',
+      verdict: workers === 4 ? verdict(rate >= 0.85 * direct) : '-',
     });
     if (workers === 4 && fs.existsSync(SHM) && fsTypeOf(SHM).startsWith('tmpfs')) {
       // The same queue on tmpfs: what the engine costs, without creating files on a disk.
@@ -824,13 +850,14 @@ async function figureLatency(): Promise<void> {
   const p50 = percentile(lat, 50);
   const p99 = percentile(lat, 99);
   show('create_message -> script start', `p50 ${ms2(p50)}  p99 ${ms2(p99)}  (max ${ms2(lat[lat.length - 1] ?? NaN)})`);
-  for (const [p, measured, goalMs] of [[50, p50, 4], [99, p99, 8]] as const) {
+  for (const [p, measured, overMs] of [[50, p50, 1], [99, p99, 3]] as const) {
+    const limit = percentile(bare, p);
     rows.push({
       figure: `3. commit -> start, p${p}`,
       measured: ms2(measured),
-      limit: `bare spawn p${p}: ${ms2(percentile(bare, p))}`,
-      goal: `<= ${goalMs} ms`,
-      verdict: verdict(measured <= goalMs),
+      limit: `bare spawn p${p}: ${ms2(limit)}`,
+      goal: `<= limit + ${overMs} ms`,
+      verdict: verdict(measured <= limit + overMs),
     });
   }
 }
@@ -950,7 +977,7 @@ async function figureBigQueue(): Promise<void> {
     figure: `4b. drain, ${size} waiting`,
     measured: `${int(bigRate)} msg/s (${pct(bigRate, smallRate)} of limit)`,
     limit: `${DRAIN_WINDOW} waiting: ${int(smallRate)} msg/s`,
-    goal: 'within 10%',
+    goal: '>= 90% of limit',
     verdict: verdict(bigRate >= 0.9 * smallRate),
   });
 
@@ -1254,6 +1281,7 @@ async function main(): Promise<void> {
     ['9. lists', () => figureLists(pullHelpers)],
     ['10. bulk', () => figureBulk(pullHelpers)],
     ['11. CLI', () => figureCli(pullHelpers)],
+    ['12. start', () => figureStart(pullHelpers)],
   ];
   const figures = other === undefined ? allFigures.filter(([name]) => only === undefined || name.startsWith(only)) : [['duel', () => duel(path.resolve(other))] as const];
   try {

@@ -24,6 +24,8 @@ import { loadSupervisorSettings } from '../supervisor/settings.js';
 
 const STOP_WAIT_MS = 20_000;
 const START_WAIT_MS = 15_000;
+/** How often `start` asks whether the new rq-mgr answers yet. */
+const START_POLL_MS = 10;
 
 const USAGE = 'Usage: rq-mgr <start|stop|status|restart|run|reload|zap>';
 
@@ -90,7 +92,7 @@ async function start(root: RootLayout): Promise<number> {
       process.stdout.write(`queuemgr: process with pid ${child.pid} started.\n`);
       return 0;
     }
-    await sleep(50);
+    await sleep(START_POLL_MS);
   }
   process.stderr.write(`queuemgr: failed to start; see ${root.logFile}\n`);
   return 1;

@@ -261,8 +261,8 @@ export function recordingStore(store: MessageStore, records: FinishedRecords, ru
       await store.rewrite(state, id, opts);
       if (isFinal(state)) records.forget(id);
     },
-    remove(state, id) {
-      store.remove(state, id);
+    async remove(state, id) {
+      await store.remove(state, id);
       if (isFinal(state)) records.forget(id);
     },
     discard(state, id) {

@@ -69,7 +69,7 @@ const options: ServeOptions = {
   host,
   others: new QueueClient(root),
   spawnerIdleMs: Number(process.env['RQ_SPAWNER_IDLE_MS'] ?? 300_000),
-  indexCompactLines: Number(process.env['RQ_INDEX_COMPACT_LINES'] ?? 50_000),
+  indexCompactLines: Number(process.env['RQ_INDEX_COMPACT_LINES'] ?? 20_000),
   unloadAfterMs: Number(process.env['RQ_UNLOAD_MS'] ?? 10_000),
   onShutdown: () => undefined,
   hostStats: (names) => {

@@ -1,13 +1,15 @@
 /**
- * The upkeep of `que` in memory and of its index on disk (que-index.ts): a message entering
- * que, the index journal (appended to by every commit into que) and its compaction from
- * memory through the group committer, which swaps the file only between flushes, and the
- * entries an operator drops into `que/` by hand.
+ * The upkeep of `que` in memory and of the queue's journal on disk (journal.ts): a message
+ * entering que, the checkpoint that makes the directories durable and cuts the journal
+ * down to an index line per waiting message (through the group committer, which swaps
+ * the file only between flushes), and the entries an operator drops into `que/` by hand.
  */
 import { coerceError } from '../domain/errors.js';
 import { isSafeId } from '../domain/ids.js';
 import type { Message } from '../domain/message.js';
-import { entryFromMessage, journalLine, writeIndex, type QueEntry } from '../store/que-index.js';
+import { writeJournal } from '../store/journal.js';
+import { entryFromMessage, journalLine, type QueEntry } from '../store/que-index.js';
+import { syncFilesystem } from '../store/syncfs.js';
 import { nowSec, type QueueState } from './state.js';
 
 /** Watch a waiting or leased message's TTL (an instant in epoch ms), if it has one. */
@@ -23,35 +25,47 @@ export function queued(s: QueueState, entry: QueEntry): void {
   s.nudge();
 }
 
-/** Append index lines durably; the index is a cache, so a failure is only logged. */
+/** Append index or boot lines durably; they commit no change, so a failure is only logged. */
 export function journal(s: QueueState, lines: string): Promise<void> {
   return s.committer.commit({ journal: lines }).catch((e: unknown) => {
-    s.log.warn({ err: coerceError(e).message }, 'cannot append to the que index');
+    s.log.warn({ err: coerceError(e).message }, 'cannot append to the journal');
   });
 }
 
 /**
- * Rewrite the que index with exactly the waiting messages (held duplicates included),
- * from memory, when the committer is between flushes (see group-commit.ts).
+ * A checkpoint (group-commit.ts): the filesystem synced, then the journal rewritten with
+ * exactly the waiting messages (held duplicates included), from memory, followed by the
+ * records the sync may not have covered.
  */
-export function compactIndex(s: QueueState): void {
-  if (s.dispatch.compacting) return;
-  s.dispatch.compacting = true;
+export function checkpoint(s: QueueState): Promise<void> {
+  if (s.dispatch.checkpointing) return Promise.resolve();
+  s.dispatch.checkpointing = true;
   const file = s.layout.indexFile;
-  void s.committer
-    .replaceJournal(file, () => {
-      const entries = [...s.que];
-      for (const list of s.held.values()) entries.push(...list);
-      writeIndex(file, entries);
-      return entries.length;
-    })
-    .catch((e: unknown) => s.log.warn({ err: coerceError(e).message }, 'cannot compact the que index'))
-    .finally(() => (s.dispatch.compacting = false));
+  return s.committer
+    .checkpoint(
+      file,
+      () => syncFilesystem(s.layout.dir),
+      (tail) => {
+        const entries = [...s.que];
+        for (const list of s.held.values()) entries.push(...list);
+        return writeJournal(file, entries, tail);
+      },
+    )
+    .catch((e: unknown) => s.log.warn({ err: coerceError(e).message }, 'cannot checkpoint the journal'))
+    .finally(() => (s.dispatch.checkpointing = false));
 }
 
-/** Compact the index once its journal is long (the 1 s tick). */
-export function compactIfLong(s: QueueState): void {
-  if (s.committer.journalLines() > Math.max(s.indexCompactLines, s.que.size * 4)) compactIndex(s);
+/** A journal with this many bytes of records since the last checkpoint is checkpointed (start-up reads it whole). */
+const CHECKPOINT_BYTES = 64 << 20;
+
+/**
+ * Checkpoint once the journal is long (the 1 s tick): many records since the last one
+ * (replay at start-up reads each), or many lines for the messages waiting.
+ */
+export function checkpointIfLong(s: QueueState): void {
+  const c = s.committer;
+  const since = c.appended();
+  if (since.lines > s.indexCompactLines || since.bytes > CHECKPOINT_BYTES || c.journalLines() > Math.max(s.indexCompactLines, s.que.size * 4)) void checkpoint(s);
 }
 
 /**

@@ -31,7 +31,8 @@ import { FinishedRecords, recordingStore } from './finished-records.js';
 import { checkOrphans, liveOrphan, pump } from './dispatch.js';
 import { refreshFlags } from './flags.js';
 import { MessageLocks } from './message-locks.js';
-import { compactIfLong, compactIndex } from './que-memory.js';
+import { checkpoint, checkpointIfLong, journal } from './que-memory.js';
+import { THIS_BOOT, bootLine } from '../store/journal.js';
 import { QueList } from './que-list.js';
 import type { QueueStats } from './queue-stats.js';
 import { SortedIds } from './sorted-ids.js';
@@ -90,7 +91,7 @@ export function createQueue(deps: QueueDeps, config: QueueConfig): QueueState {
       unfinished: new Map(),
       tick: undefined,
       stopped: false,
-      compacting: false,
+      checkpointing: false,
       baseEnv: undefined,
       script: undefined,
     },
@@ -150,10 +151,12 @@ export function startQueue(s: QueueState): Promise<void> {
   for (const { id, msg, worker } of found.orphans) s.run.set(id, { id, msg, orphan: worker, finishing: false, jobStatus: null, timers: [] });
   s.que.load(found.que);
   s.committer.openJournal(layout.indexFile, found.indexLines);
+  // This boot's line: a journal written in this boot alone lived through no power cut (journal.ts).
+  if (THIS_BOOT !== undefined && !found.boots.has(THIS_BOOT)) void journal(s, bootLine(THIS_BOOT));
   refreshFlags(s);
   pump(s);
-  // An index that is not exactly the waiting messages is rewritten (in the committer's next turn).
-  if (found.staleIndex) compactIndex(s);
+  // A journal that is not exactly the waiting messages, or that replay acted on, is cut by a checkpoint.
+  if (found.staleIndex) void checkpoint(s);
   s.dispatch.tick = setInterval(() => onTick(s), TICK_MS);
   s.dispatch.tick.unref();
   void s.cron.start();
@@ -195,7 +198,7 @@ export function isIdle(s: QueueState): boolean {
     p.trashTimer === undefined &&
     d.unfinished.size === 0 &&
     d.spaceTimer === undefined &&
-    !d.compacting &&
+    !d.checkpointing &&
     s.housekeeping.running === undefined &&
     !s.housekeeping.measuring &&
     s.locks.idle() &&
@@ -223,6 +226,7 @@ export function closeQueue(s: QueueState): void {
     for (const timer of run.timers) clearTimeout(timer);
   }
   s.committer.close();
+  s.store.close();
   s.finished.close();
 }
 
@@ -243,6 +247,6 @@ function onTick(s: QueueState): void {
   refreshFlags(s);
   checkOrphans(s);
   pump(s);
-  compactIfLong(s);
+  checkpointIfLong(s);
   s.stats.history?.tick(s.que.size);
 }

@@ -14,8 +14,8 @@
  * the holder is exiting (a queue process whose rq-mgr died, finishing what it accepted),
  * and otherwise refuses to start, naming the holder's pid.
  *
- * RQ_INDEX_COMPACT_LINES (default 50,000) is how long the que index journal may grow
- * before it is compacted; tests lower it to compact while commits are in flight.
+ * RQ_INDEX_COMPACT_LINES (default 20,000) is how many records the journal may gather
+ * before a checkpoint cuts it; tests lower it to checkpoint while commits are in flight.
  * RQ_SPAWNER_IDLE_MS (default 300,000: 5 minutes) is how long a spawner (spawner.ts)
  * stays without runs before it exits; tests lower it.
  */
@@ -86,7 +86,7 @@ const opened = await openQueue(name, log, {
   host,
   others: new QueueClient(root),
   spawnerIdleMs: Number(process.env['RQ_SPAWNER_IDLE_MS'] ?? 300_000),
-  indexCompactLines: Number(process.env['RQ_INDEX_COMPACT_LINES'] ?? 50_000),
+  indexCompactLines: Number(process.env['RQ_INDEX_COMPACT_LINES'] ?? 20_000),
   unloadAfterMs: Infinity,
   onShutdown: () => exit(0),
 });
@@ -94,6 +94,8 @@ if ('refused' in opened) fatal(`${opened.refused}. Exiting.`);
 queue = opened;
 const layout = queueLayout(root, name);
 log.info({ socket: layout.socket }, 'queue started');
+// rq-mgr waits for this word (or its ping's answer) before it counts the queue as started.
+if (process.connected) process.send?.({ type: 'serving' });
 const flagFiles = [path.basename(layout.downFlag), path.basename(layout.pauseFlag)];
 watchFlags(root.configDir, (file) => {
   if (file === null || flagFiles.includes(file)) queue?.flagsChanged();

@@ -41,6 +41,7 @@ import { QueueHistory } from './history.js';
 import { watchQue, type Watch } from './hints.js';
 import { noticeQueName } from './que-memory.js';
 import { closeQueue, createQueue, isIdle, reloadConfig, startQueue, stopQueue } from './queue-engine.js';
+import { checkpoint } from './que-memory.js';
 import { QueueStats } from './queue-stats.js';
 import { COMMANDS } from './commands/index.js';
 import { checkedArg, runCommand, runOwnCommand } from './run-command.js';
@@ -289,8 +290,13 @@ export class ServedQueue {
       setTimeout(resolve, timeoutMs).unref();
     });
     await Promise.all([this.spawner?.close(timeoutMs), answered]);
-    if (!release) return;
     const s = this.state;
+    if (!release) {
+      // A clean exit leaves a journal with nothing to replay (if the checkpoint ends in time).
+      if (s && s.committer.appended().lines > 0) await checkpoint(s);
+      s?.store.close();
+      return;
+    }
     if (s) {
       // Let the commits under way end before the lock goes: the next holder must be the only writer.
       for (const until = Date.now() + COMMITS_WAIT_MS; !(s.committer.idle() && s.locks.idle()) && Date.now() < until; ) await sleep(10);

@@ -109,8 +109,8 @@ export interface DispatchState {
   tick: NodeJS.Timeout | undefined;
   /** The queue process is exiting, and no run is started any more. */
   stopped: boolean;
-  /** A compaction of the que index is waiting for its turn in the committer. */
-  compacting: boolean;
+  /** A checkpoint of the journal is under way (que-memory.ts). */
+  checkpointing: boolean;
   /** The environment every worker starts from (process env + env_vars), built at the first run of each config. */
   baseEnv: NodeJS.ProcessEnv | undefined;
   /** The script's real path and when it was last found runnable. */

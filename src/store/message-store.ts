@@ -2,15 +2,19 @@
  * The filesystem database of one queue: every on-disk transition of a message, written
  * once. The queue process is the only writer of its queue's directories.
  *
- * A message is `<state>/<id>/` holding `msg`, `status`, `pid`, `job/` and `attach/`
- * (spec/rq.md §1.9). A transition commits with one rename of that directory. Durable
- * transitions (`create`, `enqueue`, `move`) go through the group committer: contents
- * fsynced, then the rename, then the parent directory fsynced. Whatever enters `que`
- * gets its line in the que index in the same flush, and its index entry is handed back.
- * `claim` (que → run) is a bare rename, because a crash before it is durable leaves the
- * message in `que`, where it belongs. A clean's `discard` (done, relayed or err → gone)
- * is a bare rename into the queue's trash too: a crash before it is durable leaves the
- * message where it was, and the next clean takes it again.
+ * A message is `<state>/<id>/` holding `msg`, `status`, `pid`, `job/` and `attach/`. A
+ * transition is one rename of that directory. Durable transitions (`create`, `enqueue`,
+ * `move`, `lease`, `rewrite`, `remove`) commit through the group committer: the change's
+ * record (journal.ts: the whole `msg` it writes, its status, its small attachments) is
+ * appended to the queue's journal and synced, then the files are renamed into place,
+ * with no fsync of their own (a checkpoint makes them durable). Whatever enters `que`
+ * has its index entry handed back. Attachments too big for a record
+ * (INLINE_BYTES), a `msg` too big for one, linked attachments and an external id's marker are made durable
+ * where they are, as before the journal: fsynced, then the rename, then the directory.
+ * `claim` (que → run) is a bare rename: a crash before it is durable leaves the message
+ * in `que`, where it belongs. A clean's `discard` (done, relayed or err → gone) is a
+ * bare rename into the queue's trash, and its record follows without being waited for:
+ * a crash that loses it leaves the message where it was, and the next clean takes it.
  *
  * The store is the only code that writes or moves message files: attachments
  * (attachments.ts) and a run's `pid` and `job/` (run-files.ts) are its parts too, and
@@ -22,6 +26,7 @@
  * it, and a write that fails leaves no temp file behind.
  */
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { RqError, asNoSpace, errnoCode, isNoSpace } from '../domain/errors.js';
 import { idTimestamp } from '../domain/ids.js';
@@ -34,7 +39,16 @@ import { countHashed, hashedIds, isMessageName, stateGroups, type MessageGroup }
 import { lstatOrUndefined, readdirOrEmptySync } from './if-present.js';
 import type { QueueLayout } from './layout.js';
 import { createRunFiles, type RunFiles } from './run-files.js';
+import { createSpareDirs, type SpareDir } from './spare-dirs.js';
+import { recordLine, undoLine, type JournalRecord } from './journal.js';
 import { entryFromMessage, journalLine, type QueEntry } from './que-index.js';
+
+/**
+ * A change's `msg` up to this many characters, and its attachments up to this many bytes
+ * in all, are written into its record; bigger ones are fsynced in place (a journal read
+ * at start-up stays small).
+ */
+export const INLINE_BYTES = 64 * 1024;
 
 /** Content of a `status` file: `{"job_status": <text or null>}`. */
 export type JobStatus = string | null;
@@ -81,7 +95,7 @@ export interface MessageStore extends AttachmentStore, RunFiles {
   move(id: string, from: State, to: 'done' | 'relayed' | 'err', opts?: MoveOptions): Promise<void>;
   /** que → run for an external worker's lease, durable, saving `msg` (which holds the lease). */
   lease(id: string, msg: Message): Promise<void>;
-  /** Rewrite a message where it is, durably (a `que` message gets its new index line). */
+  /** Rewrite a message where it is, durably (a `que` message gets its new index entry). */
   rewrite(state: State, id: string, opts: MoveOptions & { msg: Message }): Promise<void>;
   /** que → run, a bare rename (see above). */
   claim(id: string): void;
@@ -92,12 +106,13 @@ export interface MessageStore extends AttachmentStore, RunFiles {
    * any temp file a failed write left) is removed first.
    */
   unclaim(id: string): void;
-  remove(state: State, id: string): void;
+  /** Delete a message for good, durably: its record, then its directory. */
+  remove(state: State, id: string): Promise<void>;
   exists(state: State, id: string): boolean;
   readMsg(state: State, id: string): Message;
   /** `readMsg` of a message listed by `groups` (in directory `dir`), asynchronously: a walk of a big state never blocks the event loop. */
   readGroupMsg(dir: string, id: string): Promise<Message>;
-  /** Rewrite `msg` in place (tmp, rename). Made durable by the message's next move. */
+  /** Rewrite `msg` in place (tmp fsynced, rename): a crash leaves the old `msg` or the new one, whole. */
   writeMsg(state: State, id: string, msg: Message): void;
   readStatus(state: State, id: string): { job_status: JobStatus } | undefined;
   writeStatus(state: State, id: string, status: JobStatus): void;
@@ -135,6 +150,8 @@ export interface MessageStore extends AttachmentStore, RunFiles {
   discard(state: State, id: string): boolean;
   /** Remove a hashed state's minute directory once it is empty, then its hour and day directories if they are empty too. */
   pruneHashed(minuteDir: string): void;
+  /** The queue is put away or stops: remove the directories made ahead for new messages (spare-dirs.ts). */
+  close(): void;
 }
 
 export type { MessageGroup } from './hashed-tree.js';
@@ -146,12 +163,40 @@ export type { MessageGroup } from './hashed-tree.js';
  */
 const STATUS_OFTEN_MISSING: ReadonlySet<State> = new Set(['prep', 'que']);
 
+/**
+ * How a change is made durable: what its record carries (`msg`'s text unless it is big,
+ * small attachments as base64), and what is fsynced in place instead (`keep`: open
+ * descriptors; undefined when the record carries it all).
+ */
+/** Directories to make and files to write while a change's record syncs. */
+interface Later {
+  dirs: string[];
+  files: Array<[string, string | Buffer]>;
+}
+
+interface Plan {
+  msgText?: string;
+  bigMsg: boolean;
+  inline?: Record<string, string>;
+  keep?: number[];
+}
+
+/** Attachments as a record carries them (base64), or undefined when there are none or they are too big. */
+function inlined(files: Readonly<Record<string, Buffer>> | undefined): Record<string, string> | undefined {
+  if (!files) return undefined;
+  let bytes = 0;
+  for (const data of Object.values(files)) bytes += data.length;
+  if (bytes > INLINE_BYTES) return undefined;
+  return Object.fromEntries(Object.entries(files).map(([name, data]) => [name, data.toString('base64')]));
+}
+
 function notInState(id: string, from: State, cause: unknown): RqError {
   return new RqError('RQ_NOT_IN_STATE', `message ${id} is not in ${from}`, { cause });
 }
 
 export function createMessageStore(q: QueueLayout, committer: GroupCommitter): MessageStore {
-  let seq = 0;
+  const attachments = createAttachmentStore(q);
+  const spares = createSpareDirs(q.stateDir('prep'));
   const madeHashDirs = new Set<string>();
   const where = path.relative(q.root.root, q.dir);
 
@@ -185,15 +230,33 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     return fd;
   }
 
+  /** Write `file`; its descriptor is kept in `keep` for an fsync, or closed. */
+  function writeStaged(file: string, content: string | Buffer, keep: number[] | undefined): void {
+    const fd = openForWrite(file, content);
+    if (keep) keep.push(fd);
+    else fs.closeSync(fd);
+  }
+
   /** Write `file` through `<file>.tmp` (or `tmp`) and rename it in place; a failed write removes the temp file. */
-  function replaceFile(tmp: string, file: string, content: string): void {
+  function replaceFile(tmp: string, file: string, content: string, durable = false): void {
     try {
-      fs.writeFileSync(tmp, content);
+      if (durable) fs.closeSync(syncedFd(openForWrite(tmp, content)));
+      else fs.writeFileSync(tmp, content);
     } catch (e) {
       fs.rmSync(tmp, { force: true });
       throw refusal(e);
     }
     fs.renameSync(tmp, file);
+  }
+
+  function syncedFd(fd: number): number {
+    try {
+      fs.fsyncSync(fd);
+    } catch (e) {
+      fs.closeSync(fd);
+      throw e;
+    }
+    return fd;
   }
 
   function maybeOpen(file: string): number[] {
@@ -204,42 +267,117 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     }
   }
 
-  /** Write each file as `attach/<name>.tmp` in `dir`; returns their fds and the renames that put them in place. */
-  function stageFiles(dir: string, files: Readonly<Record<string, Buffer>>, fds: number[], renames: Array<[string, string]>): void {
-    const attach = path.join(dir, 'attach');
-    fs.mkdirSync(attach, { recursive: true });
-    for (const [name, data] of Object.entries(files)) {
-      const tmp = path.join(attach, `${name}.tmp`);
-      fds.push(openForWrite(tmp, data));
-      renames.push([tmp, path.join(attach, name)]);
-    }
-    fds.push(fs.openSync(attach, 'r'));
+  /** Write `file` now, its descriptor kept in `keep` for an fsync; without `keep`, leave it to the commit's prepare (`later`). */
+  function stage(file: string, content: string | Buffer, keep: number[] | undefined, later: Later): void {
+    if (keep) writeStaged(file, content, keep);
+    else later.files.push([file, content]);
   }
 
-  /** The files of a rewrite or move: new attachments, msg and status, staged as tmp files in `src`. */
-  function stageContents(id: string, from: State, src: string, opts: MoveOptions, fds: number[], renames: Array<[string, string]>): void {
+  /** The writes left to a commit's prepare: made in the thread pool while the journal syncs. */
+  async function writeLater(later: Later): Promise<void> {
+    for (const dir of later.dirs) await fsp.mkdir(dir, { recursive: true });
+    await Promise.all(later.files.map(([file, content]) => fsp.writeFile(file, content)));
+  }
+
+  /** Each file as `attach/<name>.tmp` in `dir`; `keep` holds their fds, `renames` what puts them in place. */
+  function stageFiles(dir: string, files: Readonly<Record<string, Buffer>>, keep: number[] | undefined, later: Later, renames: Array<[string, string]>): void {
+    const attach = path.join(dir, 'attach');
+    if (keep) fs.mkdirSync(attach, { recursive: true });
+    else later.dirs.push(attach);
+    for (const [name, data] of Object.entries(files)) {
+      const tmp = path.join(attach, `${name}.tmp`);
+      stage(tmp, data, keep, later);
+      renames.push([tmp, path.join(attach, name)]);
+    }
+    keep?.push(fs.openSync(attach, 'r'));
+  }
+
+  /**
+   * The files of a rewrite or move: new attachments, msg and status, staged as tmp files in
+   * `src`. With `keep` (durable in place) they are written now, and their fds, and those of
+   * what the message holds already, kept for an fsync; else the record carries them, and
+   * they are written while it syncs (`later`).
+   */
+  function stageContents(id: string, from: State, src: string, opts: MoveOptions, p: Plan, later: Later, renames: Array<[string, string]>): void {
+    const { keep } = p;
     try {
-      if (opts.files) stageFiles(src, opts.files, fds, renames);
-      if (opts.msg) {
-        fds.push(openForWrite(path.join(src, 'tmp'), JSON.stringify(opts.msg)));
+      // The source must be there now: its record is written before any file of it.
+      if (!keep) fs.accessSync(src);
+      if (opts.files) stageFiles(src, opts.files, keep, later, renames);
+      if (p.msgText !== undefined) {
+        stage(path.join(src, 'tmp'), p.msgText, keep, later);
         renames.push([path.join(src, 'tmp'), path.join(src, 'msg')]);
       }
       if (opts.status !== undefined) {
-        fds.push(openForWrite(path.join(src, 'status.tmp'), JSON.stringify({ job_status: opts.status })));
+        stage(path.join(src, 'status.tmp'), JSON.stringify({ job_status: opts.status }), keep, later);
         renames.push([path.join(src, 'status.tmp'), path.join(src, 'status')]);
-      } else {
-        fds.push(...maybeOpen(path.join(src, 'status')));
+      } else if (keep) {
+        keep.push(...maybeOpen(path.join(src, 'status')));
       }
-      if (from === 'prep' && !opts.files) fds.push(...maybeOpen(path.join(src, 'attach')));
+      if (keep && from === 'prep' && !opts.files) keep.push(...maybeOpen(path.join(src, 'attach')));
     } catch (e) {
-      for (const fd of fds) fs.closeSync(fd);
-      for (const [tmp] of renames) fs.rmSync(tmp, { force: true });
+      for (const fd of keep ?? []) fs.closeSync(fd);
+      removeTemps(renames);
       throw isNoSpace(e) ? refusal(e) : notInState(id, from, e);
     }
   }
 
-  /** The one durable move of a message directory; `journal` is its que index line. */
-  async function transfer(id: string, from: State, to: State, opts: MoveOptions, journal?: string): Promise<void> {
+  /** Remove the temp files (`tmp`, `status.tmp`, `attach/<name>.tmp`) of a change that failed. */
+  function removeTemps(renames: ReadonlyArray<[string, string]>): void {
+    for (const [from] of renames) if (from.endsWith('tmp')) fs.rmSync(from, { force: true });
+  }
+
+  /**
+   * The attachments a prep message holds (attach_message put them there), for its commit:
+   * base64 for the record when small, else their descriptors, to be fsynced in place.
+   */
+  function heldAttachments(id: string, from: State, dir: string): { inline?: Record<string, string>; fds?: number[] } {
+    try {
+      const names = attachments.attachmentNames(from, id);
+      if (names.length === 0) return {};
+      const files = names.map((name) => path.join(dir, 'attach', name));
+      let bytes = 0;
+      for (const file of files) bytes += fs.statSync(file).size;
+      if (bytes > INLINE_BYTES) return { fds: files.map((file) => fs.openSync(file, 'r')) };
+      return { inline: Object.fromEntries(names.map((name, i) => [name, fs.readFileSync(files[i]!).toString('base64')])) };
+    } catch (e) {
+      throw isNoSpace(e) ? refusal(e) : notInState(id, from, e);
+    }
+  }
+
+  /** A change's plan; with `held`, a prep message's attachments go with it too. */
+  function plan(opts: MoveOptions, held?: { id: string; from: State; dir: string }): Plan {
+    const msgText = opts.msg ? JSON.stringify(opts.msg) : undefined;
+    const bigMsg = msgText !== undefined && msgText.length > INLINE_BYTES;
+    let inline = inlined(opts.files);
+    let keep: number[] | undefined = bigMsg || (opts.files && !inline) ? [] : undefined;
+    if (held && !opts.files) {
+      const h = heldAttachments(held.id, held.from, held.dir);
+      if (h.fds) keep = [...(keep ?? []), ...h.fds];
+      else inline = h.inline;
+    }
+    return { ...(msgText !== undefined ? { msgText } : {}), bigMsg, ...(inline ? { inline } : {}), ...(keep ? { keep } : {}) };
+  }
+
+  /**
+   * The record of a change: where the message goes and what of it was written (see
+   * journal.ts). A big `msg` entering que has its index line after it.
+   */
+  function record(id: string, to: JournalRecord['to'], opts: MoveOptions, p: Plan, fresh = false): string {
+    const line = recordLine({
+      id,
+      to,
+      ...(opts.msg ? { m: p.bigMsg ? null : opts.msg } : {}),
+      ...(opts.status !== undefined ? { st: opts.status } : {}),
+      ...(p.inline ? { a: p.inline } : {}),
+      ...(fresh ? { n: 1 as const } : {}),
+      ...(p.keep ? { d: 1 as const } : {}),
+    });
+    return p.bigMsg && opts.msg && to === 'que' ? line + journalLine(entryFromMessage(opts.msg, fresh)) : line;
+  }
+
+  /** The one durable move of a message directory; `fresh`: it enters que never having run. */
+  async function transfer(id: string, from: State, to: State, opts: MoveOptions, fresh = false): Promise<void> {
     if (!isLegalMove(from, to)) throw new RqError('RQ_NOT_IN_STATE', `illegal move ${from} → ${to} for ${id}`);
     const src = q.msgDir(from, id);
     const dst = q.msgDir(to, id);
@@ -249,78 +387,94 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     } catch (e) {
       throw refusal(e);
     }
-    const fds: number[] = [];
+    const p = plan(opts, from === 'prep' ? { id, from, dir: src } : undefined);
     const renames: Array<[string, string]> = [];
-    stageContents(id, from, src, opts, fds, renames);
+    const later: Later = { dirs: [], files: [] };
+    stageContents(id, from, src, opts, p, later, renames);
     if (renames.length > 0) syncDirs.push(dst);
     renames.push([src, dst]);
     try {
-      await committer.commit({ fsyncFds: fds, renames, syncDirs, ...(journal ? { journal } : {}) });
+      await committer.commit({
+        journal: record(id, to, opts, p, fresh),
+        ...(later.files.length > 0 ? { prepare: () => writeLater(later) } : {}),
+        renames,
+        undo: undoLine(id),
+        ...(p.keep ? { fsyncFds: p.keep, syncDirs } : {}),
+      });
     } catch (e) {
+      removeTemps(renames);
       if (errnoCode(e) !== 'ENOENT') throw refusal(e);
       if (fs.existsSync(src) && HASHED_STATES.has(to)) {
         // The cleaner removed a hashed directory this process had made: make it again.
         madeHashDirs.delete(path.dirname(dst));
-        return transfer(id, from, to, opts, journal);
+        return transfer(id, from, to, opts, fresh);
       }
       throw notInState(id, from, e);
     }
   }
 
   return {
-    ...createAttachmentStore(q),
+    ...attachments,
     ...createRunFiles(q),
 
     async create(build, to, opts = {}) {
       const ts = idTimestamp(new Date());
-      const tmpDir = path.join(q.stateDir('prep'), `_${ts}.${process.pid}.${seq++}`);
+      let spare: SpareDir;
       try {
-        fs.mkdirSync(tmpDir);
+        spare = spares.take();
       } catch (e) {
         throw refusal(e);
       }
+      const tmpDir = spare.dir;
       let msg: Message;
-      const fds: number[] = [];
+      let p: Plan = { bigMsg: false };
+      const later: Later = { dirs: [], files: [] };
       const syncDirs = [q.stateDir(to)];
       try {
-        const shortId = `${ts}.${fs.statSync(tmpDir).ino}`;
+        const shortId = `${ts}.${spare.ino}`;
         msg = build(shortId);
-        fds.push(openForWrite(path.join(tmpDir, 'msg'), JSON.stringify(msg)));
+        const marker = opts.marker?.(msg);
+        p = plan({ msg, ...(opts.files ? { files: opts.files } : {}) });
+        // Made durable in place (fsyncs kept here) when the record cannot carry it all.
+        if (marker || (opts.linkFrom && opts.linkFrom.names.length > 0)) p.keep ??= [];
+        const { keep } = p;
+        stage(path.join(tmpDir, 'msg'), p.msgText ?? '', keep, later);
         if (opts.files) {
           // Written in place: the whole directory is renamed into its state at once.
           const attach = path.join(tmpDir, 'attach');
-          fs.mkdirSync(attach);
-          for (const [name, data] of Object.entries(opts.files)) fds.push(openForWrite(path.join(attach, name), data));
-          fds.push(fs.openSync(attach, 'r'));
+          if (keep) fs.mkdirSync(attach);
+          else later.dirs.push(attach);
+          for (const [name, data] of Object.entries(opts.files)) stage(path.join(attach, name), data, keep, later);
+          keep?.push(fs.openSync(attach, 'r'));
         }
         if (opts.linkFrom && opts.linkFrom.names.length > 0) {
           const from = path.join(opts.linkFrom.dir, 'attach');
           const attach = path.join(tmpDir, 'attach');
           fs.mkdirSync(attach, { recursive: true });
           for (const name of opts.linkFrom.names) linkOrCopy(path.join(from, name), path.join(attach, name));
-          fds.push(fs.openSync(attach, 'r'));
+          keep?.push(fs.openSync(attach, 'r'));
         }
-        const marker = opts.marker?.(msg);
         if (marker) {
           const file = path.join(tmpDir, EXT_ID_FILE);
-          fds.push(openForWrite(file, marker.content));
+          writeStaged(file, marker.content, keep);
           marker.claim(file);
           syncDirs.push(marker.dir);
         }
-        fds.push(fs.openSync(tmpDir, 'r'));
+        keep?.push(fs.openSync(tmpDir, 'r'));
         await opts.allocated?.(shortId);
       } catch (e) {
-        for (const fd of fds) fs.closeSync(fd);
+        for (const fd of p.keep ?? []) fs.closeSync(fd);
         fs.rmSync(tmpDir, { recursive: true, force: true });
         throw refusal(e);
       }
       const entry = to === 'que' ? entryFromMessage(msg, true) : undefined;
       try {
         await committer.commit({
-          fsyncFds: fds,
-          ...(entry ? { journal: journalLine(entry) } : {}),
+          journal: record(msg.msg_id, to, { msg }, p, to === 'que'),
+          ...(later.files.length > 0 ? { prepare: () => writeLater(later) } : {}),
           renames: [[tmpDir, q.msgDir(to, msg.msg_id)]],
-          syncDirs,
+          undo: undoLine(msg.msg_id),
+          ...(p.keep ? { fsyncFds: p.keep, syncDirs } : {}),
         });
       } catch (e) {
         // Not made: nothing half-made stays (an external id it claimed is free again).
@@ -331,9 +485,9 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
     },
 
     async enqueue(id, from, opts) {
-      const entry = entryFromMessage(opts.msg, from === 'prep' && opts.status === undefined);
-      await transfer(id, from, 'que', opts, journalLine(entry));
-      return entry;
+      const fresh = from === 'prep' && opts.status === undefined;
+      await transfer(id, from, 'que', opts, fresh);
+      return entryFromMessage(opts.msg, fresh);
     },
 
     move: (id, from, to, opts = {}) => transfer(id, from, to, opts),
@@ -342,12 +496,18 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
 
     async rewrite(state, id, opts) {
       const dir = q.msgDir(state, id);
-      const fds: number[] = [];
+      const p = plan(opts);
       const renames: Array<[string, string]> = [];
-      stageContents(id, state, dir, opts, fds, renames);
-      const journal = state === 'que' ? journalLine(entryFromMessage(opts.msg)) : undefined;
+      const later: Later = { dirs: [], files: [] };
+      stageContents(id, state, dir, opts, p, later, renames);
       try {
-        await committer.commit({ fsyncFds: fds, renames, syncDirs: [dir], ...(journal ? { journal } : {}) });
+        await committer.commit({
+          journal: record(id, state, opts, p),
+          ...(later.files.length > 0 ? { prepare: () => writeLater(later) } : {}),
+          renames,
+          undo: undoLine(id),
+          ...(p.keep ? { fsyncFds: p.keep, syncDirs: [dir] } : {}),
+        });
       } catch (e) {
         throw refusal(e);
       }
@@ -371,7 +531,10 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       }
     },
 
-    remove(state, id) {
+    async remove(state, id) {
+      await committer.commit({ journal: recordLine({ id, to: 'gone' }) }).catch((e: unknown) => {
+        throw refusal(e);
+      });
       fs.rmSync(q.msgDir(state, id), { recursive: true, force: true });
     },
 
@@ -404,7 +567,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
 
     writeMsg(state, id, msg) {
       const dir = q.msgDir(state, id);
-      replaceFile(path.join(dir, 'tmp'), path.join(dir, 'msg'), JSON.stringify(msg));
+      replaceFile(path.join(dir, 'tmp'), path.join(dir, 'msg'), JSON.stringify(msg), true);
     },
 
     readStatus(state, id) {
@@ -449,16 +612,19 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       const to = q.trashEntry(state, id);
       try {
         fs.renameSync(from, to);
-        return true;
       } catch (e) {
         if (errnoCode(e) !== 'ENOENT') throw e;
+        // The message is gone, or the trash is not there yet.
+        if (!fs.existsSync(from)) return false;
+        fs.mkdirSync(q.trashDir, { recursive: true });
+        fs.renameSync(from, to);
       }
-      // The message is gone, or the trash is not there yet.
-      if (!fs.existsSync(from)) return false;
-      fs.mkdirSync(q.trashDir, { recursive: true });
-      fs.renameSync(from, to);
+      // Not waited for: a crash that loses it finds the message in the trash (replay.ts).
+      committer.commit({ journal: recordLine({ id, to: 'gone' }) }).catch(() => undefined);
       return true;
     },
+
+    close: () => spares.close(),
 
     pruneHashed(minuteDir) {
       madeHashDirs.delete(minuteDir);

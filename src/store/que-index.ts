@@ -22,9 +22,7 @@
  * without it (older) leaves them unknown.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import { PARAM_KEYS, dueMs, isPlainObject, type Message } from '../domain/message.js';
-import { writeFileDurably } from './atomic.js';
 
 /** A param whose JSON text is longer than this stays in `msg` only (see BigParam). */
 export const MAX_INDEXED_PARAM_CHARS = 1024;
@@ -177,49 +175,11 @@ export function journalLine(e: QueEntry): string {
   return `${JSON.stringify(line)}\n`;
 }
 
-/**
- * Read the journal; later lines win. A torn last line (crash mid-append) is skipped.
- * `lines` counts every line, so a caller can tell a compact journal from a stale one.
- */
-export function readIndex(file: string): { entries: Map<string, QueEntry>; lines: number } {
-  const out = new Map<string, QueEntry>();
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch {
-    return { entries: out, lines: 0 };
-  }
-  let lines = 0;
-  for (const line of text.split('\n')) {
-    if (!line) continue;
-    lines++;
-    try {
-      const [id, due, dest, given, pull, more] = JSON.parse(line) as [string, unknown, unknown, unknown, PullOrder | null | undefined, unknown];
-      const params = lineParams(given);
-      if (typeof id === 'string' && params) {
-        const order = pull && typeof pull === 'object' ? pullOrder({ priority: pull.p, rank: pull.r, sort_key: pull.k, expires_at: pull.e }) : undefined;
-        out.set(id, { id, due, dueMs: dueMs({ due }), dest, params: compactParams(params), ...(order ? { pull: order } : {}), ...lineMore(more) });
-      }
-    } catch {
-      // a torn line from a crash mid-append: the listing check repairs it
-    }
-  }
-  return { entries: out, lines };
-}
-
-/** Replace the journal with exactly these entries, durably. */
-export function writeIndex(file: string, entries: Iterable<QueEntry>): void {
-  writeFileDurably(file, chunked(entries));
-}
-
-function* chunked(entries: Iterable<QueEntry>): Iterable<string> {
-  let chunk = '';
-  for (const e of entries) {
-    chunk += journalLine(e);
-    if (chunk.length > 1 << 20) {
-      yield chunk;
-      chunk = '';
-    }
-  }
-  yield chunk;
+/** The entry of an index line (an array, see the file comment), or undefined when it is not one. */
+export function entryOfLine(line: unknown[]): QueEntry | undefined {
+  const [id, due, dest, given, pull, more] = line as [unknown, unknown, unknown, unknown, PullOrder | null | undefined, unknown];
+  const params = lineParams(given);
+  if (typeof id !== 'string' || !params) return undefined;
+  const order = pull && typeof pull === 'object' ? pullOrder({ priority: pull.p, rank: pull.r, sort_key: pull.k, expires_at: pull.e }) : undefined;
+  return { id, due, dueMs: dueMs({ due }), dest, params: compactParams(params), ...(order ? { pull: order } : {}), ...lineMore(more) };
 }

@@ -1,37 +1,22 @@
 /**
- * Start-up recovery of one queue's directories (spec/rq.md §2.12): what the queue process
- * finds on disk when it starts, and what it does with each half-finished shape, before
- * it serves anything. Every transition commits with one rename (message-store.ts), so a
- * crash leaves each message in exactly one state directory, whole; what a crash can leave
- * half-done is listed here.
- *
- * The legal shapes of a message `<id>` (a directory holding `msg`, maybe `status`,
- * `attach/`, `ext_id`, and in run `pid` and `job/`):
- *
- * | shape found at start-up                 | how it came about                         | what start-up does                                  |
- * | --------------------------------------- | ----------------------------------------- | --------------------------------------------------- |
- * | `prep/_<ts>.<pid>.<n>/`                  | a create that had not committed           | removed (the id was never given out)                |
- * | `prep/<id>/`                            | prep_message, or a clone or cron fire not yet committed | kept in prep (cron commits its own, cron.ts) |
- * | `que/<id>/` with its index line         | waiting                                   | listed from the index, no file read                 |
- * | `que/<id>/` without its index line      | dropped in by hand, or its line not flushed | `msg` read, `due` set to now if it had none, listed |
- * | `que/<id>/` unreadable `msg`            | written by hand, half                     | left on disk, logged, not listed                    |
- * | `run/<id>/` with `lease` in `msg`       | an external worker's lease                | kept leased; a lease whose end has passed ends now (timers.ts) |
- * | `run/<id>/` whose `pid` is a live worker | a worker that outlived the restart       | kept in run; back to que when that worker exits     |
- * | `run/<id>/` otherwise                   | a run cut short by the restart            | back to que (`count` as it was), `pid` and temp files removed |
- * | `done/`, `relayed/` (hashed), `err/<id>/` | finished                                | counted (in the background); dead letters and final TTLs read |
- * | `<id>/tmp`, `<id>/status.tmp`, `attach/<name>.tmp` | a write cut short before its rename | ignored by every reader; the next write of that file replaces it |
- * | `.trash/<state>.<id>/`                  | a clean or removal whose delete was cut short | deleted by the next clean (disk-usage.ts `emptyTrash`) |
- * | `que.index` with lines for gone messages | moves since the last compaction         | rewritten from memory in the committer's next turn  |
- *
- * The index (que-index.ts) is a cache of `que/`: the directory listing is the truth, and a
- * message moved back from run is read again (a resend changed its due time).
+ * Start-up recovery of one queue's directories: what the queue process finds on disk when
+ * it starts, and what it does with each half-finished shape, before it serves anything.
+ * First the journal's records are replayed over the directories (replay.ts), so every
+ * acknowledged change is where its record says; then `prep/_*` allocations are removed,
+ * `run/` messages are kept (leased, or their worker from before the restart still alive)
+ * or moved back to `que/`, and `que/` is listed against the journal's index entries (a
+ * message listed without one is read from its `msg`; a message moved back from run is
+ * read again, as a resend changed its due time). docs/internals/durability.md lists every
+ * shape and what start-up does with it.
  */
 import { coerceError } from '../domain/errors.js';
 import type { Lease, Message } from '../domain/message.js';
 import type { Logger } from '../lib/logger.js';
 import type { QueueLayout } from './layout.js';
 import type { MessageStore } from './message-store.js';
-import { entryFromMessage, readIndex, type QueEntry } from './que-index.js';
+import { mayHavePowerCut, readJournal } from './journal.js';
+import { entryFromMessage, type QueEntry } from './que-index.js';
+import { replayJournal } from './replay.js';
 
 /** A worker from before the restart, still alive (its pid, and when its pid file was written). */
 export interface LiveWorker {
@@ -49,10 +34,12 @@ export interface Recovered {
   orphans: Array<{ id: string; msg: Message; worker: LiveWorker }>;
   /** The waiting messages' index entries. */
   que: QueEntry[];
-  /** The index holds lines that are not exactly the waiting messages: compact it. */
+  /** The journal holds lines that are not exactly the waiting messages, or replay changed the directories: checkpoint. */
   staleIndex: boolean;
-  /** Lines of the index as read (the journal's length). */
+  /** Lines of the journal as read. */
   indexLines: number;
+  /** The boots that wrote the journal. */
+  boots: ReadonlySet<string>;
 }
 
 /**
@@ -60,6 +47,8 @@ export interface Recovered {
  * run's `pid` names the same worker still alive (spawn/runner.ts).
  */
 export function recoverQueue(store: MessageStore, layout: QueueLayout, log: Logger, liveWorker: (id: string) => LiveWorker | undefined): Recovered {
+  const index = readJournal(layout.indexFile);
+  const replayed = replayJournal(layout, index.records, mayHavePowerCut(index), log);
   const prep = store.sweepPrep().sort().reverse();
   const leased: Recovered['leased'] = [];
   const orphans: Recovered['orphans'] = [];
@@ -93,7 +82,6 @@ export function recoverQueue(store: MessageStore, layout: QueueLayout, log: Logg
       log.error({ msg_id: id, err: coerceError(e).message }, 'cannot move run message back to que');
     }
   }
-  const index = readIndex(layout.indexFile);
   const que: QueEntry[] = [];
   let reindexed = 0;
   for (const id of store.listFlat('que')) {
@@ -114,5 +102,13 @@ export function recoverQueue(store: MessageStore, layout: QueueLayout, log: Logg
     }
     que.push(entry);
   }
-  return { prep, leased, orphans, que, staleIndex: index.lines !== que.length || reindexed > 0, indexLines: index.lines };
+  return {
+    prep,
+    leased,
+    orphans,
+    que,
+    staleIndex: index.entryLines !== que.length || reindexed > 0 || replayed > 0,
+    indexLines: index.lines,
+    boots: index.boots,
+  };
 }

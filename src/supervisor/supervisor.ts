@@ -44,6 +44,8 @@ import { MAX_RESTARTS, restartDelayMs, type QueueProc, type Serving } from './re
 
 /** How long a new queue process may take to answer ping before its start is taken as done. */
 const QUEUE_START_WAIT_MS = 5_000;
+/** How often a starting queue process is asked whether it answers, short of its word that it does. */
+const QUEUE_POLL_MS = 50;
 
 /** rq's own scripts (the built-in queues'): their queues share a host. */
 const BUILTIN_SCRIPTS = path.join(PACKAGE_ROOT, 'libexec');
@@ -94,14 +96,16 @@ export class Supervisor implements SupervisedQueues {
   }
 
   /**
-   * Start-up: pid file, one process per queue directory, the web process, then the
-   * socket. The socket opens last, so `rq-mgr start` (which waits for it) returns only
-   * when the queues answer and the web listens. The caller holds the root's rq-mgr lock,
-   * so no other rq-mgr writes the pid file.
+   * Start-up: pid file, the web process, one process per queue directory, then the
+   * socket. The web, the slowest to start and in need of no queue, starts first, and the
+   * queues start while it loads. The socket opens last, so `rq-mgr start` (which waits
+   * for it) returns only when the queues answer and the web listens. The caller holds
+   * the root's rq-mgr lock, so no other rq-mgr writes the pid file.
    */
   async start(): Promise<void> {
     const { mgrPidFile, mgrSocket } = this.o.root;
     fs.writeFileSync(mgrPidFile, `${process.pid}\n`);
+    const web = this.startWeb();
     this.watch = new RootWatch(
       this.o.root,
       {
@@ -111,8 +115,7 @@ export class Supervisor implements SupervisedQueues {
       },
       this.o.log,
     );
-    await Promise.all(this.discover().map((name) => this.startQueue(name)));
-    await this.startWeb();
+    await Promise.all([web, ...this.discover().map((name) => this.startQueue(name))]);
     fs.rmSync(mgrSocket, { force: true });
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
@@ -153,7 +156,8 @@ export class Supervisor implements SupervisedQueues {
   /**
    * Spawn a queue process and wait until it answers ping, or is gone, or
    * QUEUE_START_WAIT_MS have passed (it may be recovering a long queue, or waiting for
-   * the previous process of the queue to exit).
+   * the previous process of the queue to exit). Ping is asked every QUEUE_POLL_MS, and at
+   * once when the process says over IPC that it serves (queue-main.ts).
    */
   async startQueue(name: string, proc?: QueueProc): Promise<void> {
     const p: QueueProc = proc ?? { name, mark: 'RUNNING', child: undefined, exited: Promise.resolve(), restarts: 0, autoRestarts: 0 };
@@ -168,10 +172,11 @@ export class Supervisor implements SupervisedQueues {
       resolve();
     }));
     child.on('error', (e) => this.o.log.error({ queue: name, err: e.message }, 'cannot spawn queue process'));
+    const said = new Promise<void>((resolve) => child.once('message', () => resolve()));
     const until = Date.now() + QUEUE_START_WAIT_MS;
     while (Date.now() < until && p.child === serving && child.exitCode === null) {
       if ((await this.queueClient.probe(name, 'ping', {}, 1000)) !== undefined) return;
-      await sleep(50);
+      await Promise.race([sleep(QUEUE_POLL_MS), said]);
     }
   }
 

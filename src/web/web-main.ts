@@ -19,7 +19,6 @@ import { holderName, takeLock } from '../lib/process-lock.js';
 import { rubyRulesWarning } from '../router/rules.js';
 import { readMainConfig } from '../store/config-files.js';
 import { rootLayout } from '../store/layout.js';
-import { startProtocolServers } from '../protocols/servers.js';
 import { createApp } from './app.js';
 
 const root = rootLayout(installRoot());
@@ -56,7 +55,9 @@ await takeLock(root, 'web', {
   exit(1);
 });
 if (waitedFor) log.info(`the previous web process (${waitedFor}) has exited; opening its ports`);
-const protocols = startProtocolServers(root, config, log).catch((e: unknown) => {
+// The front doors' modules load only when config.json enables one: without, the web starts sooner.
+const doorsStarted = Object.keys(config.protocols).length === 0 ? Promise.resolve([]) : import('../protocols/servers.js').then((m) => m.startProtocolServers(root, config, log));
+const protocols = doorsStarted.catch((e: unknown) => {
   log.fatal({ err: explain(e) }, 'a protocol front door cannot start. Exiting');
   exit(1);
 });

@@ -65,7 +65,7 @@ describe('bulk actions', () => {
     await Promise.all([page().waitForURL(/\/q\/flaky\/bulk$/), page().click('#bulk-form button[value=retry]')]);
     expect(await page().textContent('#bulk-count')).toContain('Retry 2 messages');
     // Nothing happens before the confirmation.
-    expect((await counts('flaky')).err).toBe(3);
+    expect((await counts('flaky'))['err']).toBe(3);
     await confirmAndWait(2, 'bulk-confirm.png');
     await docShot('bulk-progress.png');
     for (const id of ids.slice(0, 2)) await t().waitState('flaky', id, 'done');
@@ -86,7 +86,7 @@ describe('bulk actions', () => {
     await Promise.all([page().waitForURL(/\/bulk$/), page().click('#bulk-form button[value=delete]')]);
     expect(await page().textContent('#bulk-count')).toContain('Delete 3 messages');
     await confirmAndWait(3);
-    expect((await counts('bulky')).que).toBe(2);
+    expect((await counts('bulky'))['que']).toBe(2);
     for (const id of keep) expect(await t().state('bulky', id)).toBe('que');
   });
 
@@ -100,7 +100,7 @@ describe('bulk actions', () => {
     expect(await page().textContent('#bulk-count')).toContain('to queue target');
     await confirmAndWait(2);
     expect(await counts('mover')).toMatchObject({ err: 0, que: 0 });
-    expect((await counts('target')).que).toBe(2);
+    expect((await counts('target'))['que']).toBe(2);
     const moved = (await t().rpc('target', 'messages', { state: 'que' })) as Array<{ msg_id: string }>;
     const params = await Promise.all(moved.map(async (m) => (await t().message('target', m.msg_id))['param1']));
     expect(params.sort()).toEqual(['one', 'two']);
@@ -119,6 +119,6 @@ describe('bulk actions', () => {
     expect(await post({ op: 'delete', state: 'que', all: '1', from: 'yesterday' })).toEqual([400, expect.stringContaining('&#39;from&#39; must be a date-time YYYY-MM-DDTHH:MM')]);
     expect((await web().get('/q/bulky/bulk', html)).status).toBe(404);
     expect((await web().get('/q/bulky/bulk/0123456789abcdef.json')).status).toBe(404);
-    expect((await counts('bulky')).que).toBe(2);
+    expect((await counts('bulky'))['que']).toBe(2);
   });
 });

@@ -33,8 +33,8 @@ async function lmstfy(method: string, pathname: string, body?: string | Buffer, 
   expect(res.status, text).toBeLessThan(300);
   return text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
 }
-const publish = async (q: string, body: string | Buffer, query = ''): Promise<string> => (await lmstfy('PUT', `/api/test/${q}?${query}`, body)).job_id as string;
-const consume = async (q: string, query: string): Promise<string> => (await lmstfy('GET', `/api/test/${q}?${query}`)).job_id as string;
+const publish = async (q: string, body: string | Buffer, query = ''): Promise<string> => (await lmstfy('PUT', `/api/test/${q}?${query}`, body))['job_id'] as string;
+const consume = async (q: string, query: string): Promise<string> => (await lmstfy('GET', `/api/test/${q}?${query}`))['job_id'] as string;
 
 const JSON_PAYLOAD = '{"order":42,"items":["tea","milk"]}';
 const BINARY_PAYLOAD = Buffer.from([0x00, 0x01, 0x02, 0xff, 0xfe, 0x41, 0x42]);
@@ -64,7 +64,7 @@ describe('a pull queue on the dashboard', () => {
     // Out of tries: a lease whose TTR is 0 ends at once, into the dead letter.
     jobs.dead = await publish('jobs', 'dead job', 'tries=1');
     expect(await consume('jobs', 'ttr=0')).toBe(jobs.dead);
-    await waitFor(async () => (await lmstfy('GET', '/api/test/jobs/deadletter')).deadletter_size === 1, 5000, 'the dead letter');
+    await waitFor(async () => (await lmstfy('GET', '/api/test/jobs/deadletter'))['deadletter_size'] === 1, 5000, 'the dead letter');
     jobs.leased = await publish('jobs', 'leased job', 'tries=3');
     expect(await consume('jobs', 'ttr=600')).toBe(jobs.leased);
     jobs.json = await publish('jobs', JSON_PAYLOAD);
@@ -131,7 +131,7 @@ describe('a pull queue on the dashboard', () => {
     expect(await page().textContent('#flash-notice')).toContain(`Message ${id} respawned`);
     expect(await page().textContent('#dead-count')).toBe('0');
     expect(await page().textContent('#ready-count')).toBe('4');
-    expect((await lmstfy('GET', '/api/test/jobs/deadletter')).deadletter_size).toBe(0);
+    expect((await lmstfy('GET', '/api/test/jobs/deadletter'))['deadletter_size']).toBe(0);
     await page().goto(`${web()}/q/test.jobs?state=ready`);
     expect(await row(id).count()).toBe(1);
   });

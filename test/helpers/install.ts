@@ -126,11 +126,20 @@ export class TestRoot {
   }
 
   /** kill -9 the queue process and wait for it to be gone. */
-  async kill9(name: string): Promise<void> {
+  kill9(name: string): Promise<void> {
+    return this.signalQueue(name, 'SIGKILL');
+  }
+
+  /** Stop the queue process as rq-mgr does (SIGTERM) and wait for it to exit. */
+  stop(name: string): Promise<void> {
+    return this.signalQueue(name, 'SIGTERM');
+  }
+
+  private async signalQueue(name: string, signal: NodeJS.Signals): Promise<void> {
     const child = this.procs.get(name);
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const gone = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
+    child.kill(signal);
     await gone;
   }
 
@@ -257,13 +266,19 @@ export const SLOW_SPAWNER_ENV: NodeJS.ProcessEnv = {
 };
 
 /**
- * A queue process's environment in which, while the file `hold-dir-fsync` exists in the
- * install root, every directory fsync waits for it to be removed
- * (test/fixtures/hold-dir-fsync.cjs): a move is on disk and not yet in memory until then.
+ * A queue process's environment in which, while the file `hold-commit` exists in the
+ * install root, every sync of the journal waits for it to be removed
+ * (test/fixtures/hold-commit.cjs): a change is in the journal, not yet synced, carried
+ * out or in memory until then.
  */
-export const HOLD_DIR_FSYNC_ENV: NodeJS.ProcessEnv = {
-  NODE_OPTIONS: `--require ${path.join(REPO, 'test/fixtures/hold-dir-fsync.cjs')}`,
+export const HOLD_COMMIT_ENV: NodeJS.ProcessEnv = {
+  NODE_OPTIONS: `--require ${path.join(REPO, 'test/fixtures/hold-commit.cjs')}`,
 };
+
+/** Whether the queue's journal holds a record putting message `id` in `state` (a change under way, or made). */
+export function recorded(t: TestRoot, queue: string, id: string, state: string): boolean {
+  return fs.readFileSync(path.join(t.queueDir(queue), 'que.index'), 'utf8').includes(`{"id":"${id}","to":"${state}"`);
+}
 
 /** A process's children (a queue process's are its spawners; a spawner's, its workers). */
 export function childrenOf(pid: number): number[] {

@@ -157,7 +157,7 @@ describe('a bulk action behind Basic auth', () => {
   it('names the Basic auth user in the web log, and ends with the counts', async () => {
     const auth = { Authorization: `Basic ${Buffer.from('ann:s3cret').toString('base64')}` };
     const ids = [await shared.t().send('authq', {}), await shared.t().send('authq', {})];
-    const body = new URLSearchParams([['op', 'delete'], ['state', 'que'], ['confirm', '1'], ...ids.map((id) => ['ids', id])]).toString();
+    const body = new URLSearchParams([['op', 'delete'], ['state', 'que'], ['confirm', '1'], ...ids.map((id): [string, string] => ['ids', id])]).toString();
     const res = await shared.web().request('/q/authq/bulk', { method: 'POST', headers: { ...auth, 'Content-Type': 'application/x-www-form-urlencoded' }, body });
     expect(res.status).toBe(303);
     const progress = new URL(res.headers.get('location')!).pathname;

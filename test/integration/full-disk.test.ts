@@ -215,7 +215,9 @@ describe('queues/ on a full filesystem', () => {
       expect([res.status, await res.text()]).toEqual([507, 'I am afraid there is no room left to put it. (no space left on device: queues/rq)']);
       // Nothing of the refused messages was made.
       expect(await counts('q')).toMatchObject({ prep: 0, que: 0, run: 0, done: 1 });
-      expect(fs.readdirSync(path.join(t.queueDir('q'), 'prep'))).toEqual([]);
+      // Only empty directories made ahead for new messages, if any.
+      const prep = path.join(t.queueDir('q'), 'prep');
+      for (const name of fs.readdirSync(prep)) expect([name, fs.readdirSync(path.join(prep, name))]).toEqual([name, []]);
       await sameProcesses(before);
 
       disk.free();

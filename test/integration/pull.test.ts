@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HOLD_DIR_FSYNC_ENV, useTestRoot, waitFor, type TestRoot } from '../helpers/install.js';
+import { HOLD_COMMIT_ENV, recorded, useTestRoot, waitFor, type TestRoot } from '../helpers/install.js';
 
 const t = useTestRoot();
 
@@ -90,13 +90,13 @@ describe('publish and lease', () => {
 
 describe('one message, one command at a time', () => {
   it('a delete sent while a lease is being committed waits for the lease, then deletes the leased message', async () => {
-    // While `hold-dir-fsync` exists, the queue process's directory fsyncs wait (HOLD_DIR_FSYNC_ENV).
-    const hold = path.join(t().root, 'hold-dir-fsync');
-    const q = await pullQueue(t(), 'pq', HOLD_DIR_FSYNC_ENV);
+    // While `hold-commit` exists, the queue process's journal syncs wait (HOLD_COMMIT_ENV).
+    const hold = path.join(t().root, 'hold-commit');
+    const q = await pullQueue(t(), 'pq', HOLD_COMMIT_ENV);
     const { id } = await ok(t(), q, 'publish', { payload: b64('job') });
     fs.writeFileSync(hold, '');
     const leasing = ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
-    await waitFor(() => fs.existsSync(path.join(t().queueDir(q), 'run', id)), 5_000, 'the lease to rename');
+    await waitFor(() => recorded(t(), q, id, 'run'), 5_000, 'the lease\'s record');
     let answered = false;
     const deleting = t().rpc(q, 'delete_message', { msg_id: id }).finally(() => (answered = true));
     await new Promise((r) => setTimeout(r, 300));
@@ -109,13 +109,13 @@ describe('one message, one command at a time', () => {
   });
 
   it('a peek sent while an ack is being committed waits for it, then shows the message done', async () => {
-    const hold = path.join(t().root, 'hold-dir-fsync');
-    const q = await pullQueue(t(), 'pq', HOLD_DIR_FSYNC_ENV);
+    const hold = path.join(t().root, 'hold-commit');
+    const q = await pullQueue(t(), 'pq', HOLD_COMMIT_ENV);
     const { id } = await ok(t(), q, 'publish', { payload: b64('job') });
     await ok(t(), q, 'lease', { owner: 'w', ttr_ms: 60_000 });
     fs.writeFileSync(hold, '');
     const acking = ok(t(), q, 'ack', { ref: id });
-    await waitFor(() => !fs.existsSync(path.join(t().queueDir(q), 'run', id)), 5_000, 'the ack to rename');
+    await waitFor(() => recorded(t(), q, id, 'done'), 5_000, 'the ack\'s record');
     let answered = false;
     const peeking = ok(t(), q, 'peek', { ref: id, all: true }).finally(() => (answered = true));
     await new Promise((r) => setTimeout(r, 300));

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { encodePacket } from '../../src/rpc/wire.js';
 import { SHORT_ID_RE } from '../../src/domain/ids.js';
-import { HOLD_DIR_FSYNC_ENV, TestRoot, shortId, waitFor, useTestRoot } from '../helpers/install.js';
+import { HOLD_COMMIT_ENV, TestRoot, recorded, shortId, waitFor, useTestRoot } from '../helpers/install.js';
 
 const root = useTestRoot();
 let t: TestRoot;
@@ -196,13 +196,13 @@ describe('queue process RPC', () => {
     expect(await t.rpc('q1', 'num_messages', {})).toMatchObject({ err: 1 });
   });
 
-  it('a command on a message whose move is on disk, not yet in memory, waits for the move (one lock per message)', async () => {
-    // While `hold-dir-fsync` exists, the queue process's directory fsyncs wait
-    // (HOLD_DIR_FSYNC_ENV). A move renames, then fsyncs the directories, and memory
-    // follows it only then: a command sent meanwhile finds the message half-moved.
-    const hold = path.join(t.root, 'hold-dir-fsync');
+  it('a command on a message whose move is under way waits for the move (one lock per message)', async () => {
+    // While `hold-commit` exists, the queue process's journal syncs wait (HOLD_COMMIT_ENV).
+    // A move's record is written, then synced, then the directory renamed, and memory
+    // follows it only then: a command sent meanwhile would find the message half-moved.
+    const hold = path.join(t.root, 'hold-commit');
     t.addQueue({ name: 'q1', script: 'wait-go.sh' });
-    await t.start('q1', HOLD_DIR_FSYNC_ENV);
+    await t.start('q1', HOLD_COMMIT_ENV);
     /** Send `commands` (name, or name and more arguments) while a move is held on disk; answered only once the move is let go. */
     const whileHeld = async (id: string, ...commands: Array<string | [string, Record<string, unknown>]>): Promise<unknown[]> => {
       let answered = 0;
@@ -223,7 +223,7 @@ describe('queue process RPC', () => {
     const prepped = shortId(((await t.rpc('q1', 'prep_message', { dest: 'q1' })) as [string, string])[1]);
     fs.writeFileSync(hold, '');
     const committing = t.rpc('q1', 'commit_message', { msg_id: prepped });
-    await waitFor(() => fs.existsSync(path.join(t.queueDir('q1'), 'que', prepped)), 5_000, 'the commit to rename');
+    await waitFor(() => recorded(t, 'q1', prepped, 'que'), 5_000, 'the commit\'s record');
     const file = path.join(t.root, 'file.txt');
     fs.writeFileSync(file, 'x');
     expect(await whileHeld(prepped, 'commit_message', ['attach_message', { pathname: file }], 'delete_message')).toEqual([
@@ -241,7 +241,7 @@ describe('queue process RPC', () => {
     await t.waitState('q1', id, 'run');
     fs.writeFileSync(hold, '');
     fs.writeFileSync(path.join(t.queueDir('q1'), 'run', id, 'job', 'go'), '');
-    await waitFor(() => !fs.existsSync(path.join(t.queueDir('q1'), 'run', id)), 10_000, 'the finished run to rename');
+    await waitFor(() => recorded(t, 'q1', id, 'done'), 10_000, 'the finished run\'s record');
     const [status, view] = await whileHeld(id, 'get_message_status', 'get_message');
     expect(status).toMatchObject(['ok', { state: 'done', status: 'done - went' }]);
     expect(view).toMatchObject(['ok', { msg_id: id, state: 'done', status: 'done - went' }]);

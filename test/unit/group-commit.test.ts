@@ -1,7 +1,8 @@
-// The group committer (src/store/group-commit.ts): ops append their journal lines in
-// order, and a replacement of the file (the que index compaction) runs only between two
-// flushes, after the ops before it have resolved, so no flushed line is lost with the
-// old file and no fsync is left pending on a closed descriptor. A directory removed and
+// The group committer (src/store/group-commit.ts): ops append their journal records in
+// order, synced before their renames; a checkpoint's cut of the file runs only between two
+// flushes, after the ops before it have resolved, and keeps what was appended after its
+// mark, so no flushed line is lost with the old file and no fsync is left pending on a
+// closed descriptor. A directory removed and
 // made again (the cleaner prunes done/ minute directories) is fsynced as the new one.
 // A flush that a full disk refuses leaves the journal as it was.
 import fs from 'node:fs';
@@ -32,47 +33,64 @@ describe('group commit journal', () => {
     expect(c.journalLines()).toBe(4);
   });
 
-  it('replaces the file only after the flush in flight, and its ops, are done', async () => {
+  it('cuts the journal at a checkpoint only after the flush in flight, and its ops, are done, keeping what came after the mark', async () => {
     const order: string[] = [];
     const a = c.commit({ journal: 'a\n' }).then(() => order.push('a committed'));
     await nextTurn(); // a's flush has started: its fdatasync is pending
-    const replaced = c.replaceJournal(file, () => {
-      order.push(`write sees ${JSON.stringify(fs.readFileSync(file, 'utf8'))}`);
-      fs.writeFileSync(`${file}.new`, 'compact\n');
-      fs.renameSync(`${file}.new`, file);
-      return 1;
-    });
+    let release!: () => void;
+    const synced = new Promise<void>((r) => (release = r));
+    const cut = c.checkpoint(
+      file,
+      async () => {
+        order.push('sync');
+        await synced;
+      },
+      (tail) => {
+        order.push(`cut sees ${JSON.stringify(fs.readFileSync(file, 'utf8'))}, tail ${JSON.stringify(tail)}`);
+        fs.writeFileSync(`${file}.new`, `compact\n${tail}`);
+        fs.renameSync(`${file}.new`, file);
+        return 1 + tail.split('\n').length - 1;
+      },
+    );
+    // Committed while the sync runs: after the mark, so in the tail.
+    await a;
     const b = c.commit({ journal: 'b\n' }).then(() => order.push('b committed'));
-    await Promise.all([a, replaced, b]);
-    expect(order).toEqual(['a committed', 'write sees "old\\na\\n"', 'b committed']);
-    // b went to the new file; nothing was appended to the one replaced.
-    expect(fs.readFileSync(file, 'utf8')).toBe('compact\nb\n');
-    expect(c.journalLines()).toBe(2);
+    await b;
+    release();
+    await cut;
+    await c.commit({ journal: 'c\n' });
+    expect(order).toEqual(['a committed', 'sync', 'b committed', 'cut sees "old\\na\\nb\\n", tail "b\\n"']);
+    expect(fs.readFileSync(file, 'utf8')).toBe('compact\nb\nc\n');
+    expect(c.journalLines()).toBe(3);
+    expect(c.appended().lines).toBe(1);
   });
 
-  it('flushes the ops queued before a replacement first, and those after it into the new file', async () => {
-    const before = c.commit({ journal: 'x\n' });
-    const replaced = c.replaceJournal(file, () => {
-      expect(fs.readFileSync(file, 'utf8')).toBe('old\nx\n');
-      fs.writeFileSync(`${file}.new`, '');
-      fs.renameSync(`${file}.new`, file);
-      return 0;
-    });
-    const after = c.commit({ journal: 'y\n' });
-    await Promise.all([before, replaced, after]);
-    expect(fs.readFileSync(file, 'utf8')).toBe('y\n');
-    expect(c.journalLines()).toBe(1);
-  });
-
-  it('rejects a failed replacement and keeps appending to the file at the path', async () => {
+  it('keeps the journal as it was when the checkpoint\'s sync fails', async () => {
+    await c.commit({ journal: 'x\n' });
     await expect(
-      c.replaceJournal(file, () => {
-        throw new Error('disk full');
-      }),
-    ).rejects.toThrow('disk full');
+      c.checkpoint(
+        file,
+        () => Promise.reject(new Error('sync failed')),
+        () => {
+          throw new Error('not cut');
+        },
+      ),
+    ).rejects.toThrow('sync failed');
     await c.commit({ journal: 'z\n' });
-    expect(fs.readFileSync(file, 'utf8')).toBe('old\nz\n');
-    expect(c.journalLines()).toBe(2);
+    expect(fs.readFileSync(file, 'utf8')).toBe('old\nx\nz\n');
+    expect(c.journalLines()).toBe(3);
+  });
+
+  it('syncs the records before the renames, and appends the undo of a rename that fails', async () => {
+    const from = path.join(dir, 'from');
+    fs.mkdirSync(from);
+    const seen: string[] = [];
+    const ok = c.commit({ journal: 'move\n', renames: [[from, path.join(dir, 'to')]], undo: 'undo-move\n' });
+    const bad = c.commit({ journal: 'gone\n', renames: [[path.join(dir, 'missing'), path.join(dir, 'x')]], undo: 'undo-gone\n' });
+    await ok.then(() => seen.push(fs.readFileSync(file, 'utf8')));
+    await expect(bad).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(seen).toEqual(['old\nmove\ngone\nundo-gone\n']);
+    expect(fs.existsSync(path.join(dir, 'to'))).toBe(true);
   });
 
   it.skipIf(!fs.existsSync('/proc/self/fd'))('fsyncs a directory made again after its removal, not the deleted one', async () => {

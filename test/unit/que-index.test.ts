@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/domain/message.js';
-import { BigParam, MAX_INDEXED_PARAM_CHARS, entryFromMessage, journalLine, readIndex } from '../../src/store/que-index.js';
+import { readJournal as readIndex } from '../../src/store/journal.js';
+import { BigParam, MAX_INDEXED_PARAM_CHARS, entryFromMessage, journalLine } from '../../src/store/que-index.js';
 
 let dir: string;
 beforeEach(() => {

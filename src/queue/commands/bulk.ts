@@ -113,7 +113,7 @@ function move(s: QueueState, state: State, ids: readonly string[], dest: string)
         putBack(id);
         continue;
       }
-      deleteOne(s, id);
+      await deleteOne(s, id);
       result.done++;
     }
     result.failed.push(...failed);
@@ -133,7 +133,7 @@ export const bulk = command({
       if (!isValidQueueName(a.dest) || a.dest === s.name) throw new RqError('RQ_BAD_REQUEST', `'dest' must name another queue, got ${JSON.stringify(a.dest)}`);
       return ['ok', await move(s, a.state, a.ids, a.dest)];
     }
-    const op = { retry: (id: string) => retry(s, id), clone: (id: string) => cloneOf(s, id, 'que'), delete: async (id: string) => deleteOne(s, id) }[a.op];
+    const op = { retry: (id: string) => retry(s, id), clone: (id: string) => cloneOf(s, id, 'que'), delete: (id: string) => deleteOne(s, id) }[a.op];
     const result = await each(s, a.state, a.ids, op);
     s.log.info({ op: a.op, state: a.state, done: result.done, skipped: result.skipped, failed: result.failed.length }, 'bulk action');
     return ['ok', result];

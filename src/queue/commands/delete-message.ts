@@ -15,7 +15,7 @@ import { forgetErr } from '../pull-messages.js';
 import type { QueueState } from '../state.js';
 
 /** Remove message `id` from wherever it is (the caller holds its lock). */
-export function deleteOne(s: QueueState, id: string): void {
+export async function deleteOne(s: QueueState, id: string): Promise<void> {
   const state = find(s, id);
   switch (state) {
     case 'run':
@@ -41,7 +41,7 @@ export function deleteOne(s: QueueState, id: string): void {
       s.counts[state]--;
       break;
   }
-  s.store.remove(state, id);
+  await s.store.remove(state, id);
   s.log.info({ msg_id: id, state }, 'message deleted');
 }
 

@@ -1,17 +1,16 @@
 /**
  * `run_message` (spec/rq.md §2.11): move a waiting message to the front of que, due now
  * (or just before the first in run order). Precondition: the message is in que, under
- * its lock. On disk: its `msg` rewritten with the new `due`, and its index line appended.
+ * its lock. On disk: its `msg` rewritten with the new `due` (a record in the journal).
  * Errors: RQ_BAD_REQUEST `lacking 'msg_id' field`; RQ's text `msg not in runnable state`
  * with RQ_NOT_FOUND (no such message) or RQ_NOT_IN_STATE (not in que), RQ_NOT_IN_STATE
  * `msg already running`. Reply: `["ok", "msg sent to front of run queue"]`.
  */
 import { RqError } from '../../domain/errors.js';
-import { entryFromMessage, journalLine } from '../../store/que-index.js';
+import { entryFromMessage } from '../../store/que-index.js';
 import { msgIdArg } from '../args.js';
 import { command } from '../command.js';
 import { stateOf } from '../lookup.js';
-import { journal } from '../que-memory.js';
 import { nowSec, type QueueState } from '../state.js';
 
 async function moveToFront(s: QueueState, id: string): Promise<void> {
@@ -27,11 +26,9 @@ async function moveToFront(s: QueueState, id: string): Promise<void> {
   const due = Math.min(nowSec(), Math.floor(first.dueMs / 1000) - 1);
   const msg = s.store.readMsg('que', id);
   msg.due = due;
-  s.store.writeMsg('que', id, msg);
-  const moved = entryFromMessage(msg);
-  // Memory first: a compaction of the index from now on writes the new due.
-  s.que.insert(moved);
-  await journal(s, journalLine(moved));
+  // Memory first: a checkpoint from now on writes the new due.
+  s.que.insert(entryFromMessage(msg));
+  await s.store.rewrite('que', id, { msg });
   s.nudge();
 }
 
