@@ -67,5 +67,5 @@ export default defineConfig(
     extends: [js.configs.recommended],
     languageOptions: { globals: node },
   },
-  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs' } },
+  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { __dirname: 'readonly' } } },
 );

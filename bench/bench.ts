@@ -44,6 +44,8 @@
  *     100,000 waiting and 100,000 done messages, and the search of 4e at 100,000 waiting.
  * 10. The dashboard's bulk retry (bulk-figures.ts): 10,000 err messages retried, from the
  *     confirmation's POST to the job's end, against 10,000 bare directory renames.
+ * 11. The CLI (cli-figures.ts): `bin/rq sendmesg`, one call against a running queue, p50
+ *     and p90, alternated with a bare `node -e 0`.
  * 12. `rq-mgr start` until the dashboard answers (start-figures.ts), 10,000 waiting, against
  *     a bare node that loads express and answers, and `node -e 0`.
  *
@@ -79,6 +81,7 @@ import { figureHosting } from './hosting-figures.js';
 import { figureLists } from './list-figures.js';
 import { figureWorkq } from './workq-figures.js';
 import { figureBulk } from './bulk-figures.js';
+import { figureCli } from './cli-figures.js';
 import { figureStart } from './start-figures.js';
 
 /** The queue process under test; RQ_BENCH_QUEUE_MAIN may point at another build to compare. */
@@ -1277,6 +1280,7 @@ async function main(): Promise<void> {
     ['8. hosting', () => figureHosting(pullHelpers)],
     ['9. lists', () => figureLists(pullHelpers)],
     ['10. bulk', () => figureBulk(pullHelpers)],
+    ['11. CLI', () => figureCli(pullHelpers)],
     ['12. start', () => figureStart(pullHelpers)],
   ];
   const figures = other === undefined ? allFigures.filter(([name]) => only === undefined || name.startsWith(only)) : [['duel', () => duel(path.resolve(other))] as const];

@@ -17,7 +17,10 @@
  * call and the typed queue client, ids, names, the path layout, the install root, the pid
  * file check, the router rules), all subcommands
  * in the one table below instead of one file each, and no logger. Importing it has no
- * side effects; `bin/rq` calls `main`.
+ * side effects; `bin/rq` calls `main`. `npm run build` bundles this module and what it
+ * imports into one CommonJS file, dist/src/cli/rq.cjs, which is what `bin/rq` loads:
+ * whatever is imported here is loaded by every call, so keep node:crypto and the
+ * libraries out of it.
  */
 import fs from 'node:fs';
 import path from 'node:path';
