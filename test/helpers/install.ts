@@ -367,16 +367,29 @@ export function useTestRoot(): () => TestRoot {
   };
 }
 
-/** A port that was free on 127.0.0.1 a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
+/** Ports this test process has handed out: the kernel may give a closed one again. */
+const handedOut = new Set<number>();
+
+/**
+ * A port that was free on 127.0.0.1 a moment ago, and not one handed out before in this
+ * process (the web's and a front door's port, asked for one after the other, were once the
+ * same, and the door could never listen).
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const srv = net.createServer();
+      srv.once('error', reject);
+      srv.listen(0, '127.0.0.1', () => {
+        const { port: p } = srv.address() as net.AddressInfo;
+        srv.close(() => resolve(p));
+      });
     });
-  });
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
 
 /**
