@@ -8,6 +8,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { onTestFinished } from 'vitest';
 
 export interface SmallDisk {
@@ -45,4 +46,14 @@ export function smallDisk(dir: string, bytes: number): SmallDisk {
       fs.rmSync(filler, { force: true });
     },
   };
+}
+
+/**
+ * 'spare' when `dir` is a directory made ahead for a new message (store/spare-dirs.ts):
+ * empty, or holding only an empty `msg`. Else what it holds: a half-made message.
+ */
+export function spareContent(dir: string): string {
+  const names = fs.readdirSync(dir);
+  const spare = names.length === 0 || (names.length === 1 && names[0] === 'msg' && fs.statSync(path.join(dir, 'msg')).size === 0);
+  return spare ? 'spare' : names.join(',');
 }
