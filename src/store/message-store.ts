@@ -47,7 +47,7 @@ import { entryFromMessage, journalLine, type QueEntry } from './que-index.js';
  * in all, are written into its record; bigger ones are fsynced in place (a journal read
  * at start-up stays small).
  */
-export const INLINE_BYTES = 64 * 1024;
+const INLINE_BYTES = 64 * 1024;
 
 /** Content of a `status` file: `{"job_status": <text or null>}`. */
 export type JobStatus = string | null;
