@@ -18,9 +18,8 @@
  *   it never ran (it has no status file), `d: 1` when parts of it were made durable in
  *   place instead (attachments too big for a record, linked ones, an external id).
  *   Without `d`, the records are enough to make the message again from nothing.
- * - an undo, `{"id", "x": 1}`: the change recorded before for this id did not happen (its
- *   rename failed after the record was synced); replay leaves that message as the
- *   directories have it.
+ * - an undo, `{"id", "x": 1}`: the last change recorded for this id did not happen (its
+ *   rename failed after the record was synced); replay goes by the records before it.
  * - a boot line, `{"boot": "<boot id>"}`, written when a process opens the file: a file
  *   holding another boot's id may have lived through a power cut, and its replay checks
  *   every file a record wrote, not only where the message is.
@@ -59,6 +58,8 @@ export interface Replay {
   a?: Record<string, string>;
   /** A record says parts of it were made durable in place, not recorded. */
   inPlace?: true;
+  /** What was known before the last record (an undo goes back to it). */
+  prev?: Replay;
 }
 
 export interface JournalRead {
@@ -106,7 +107,7 @@ const TARGETS = (to: unknown): to is Target => to === 'gone' || isState(to);
 
 /** Fold one record into what replay knows of its message. */
 function fold(known: Replay | undefined, r: Record<string, unknown>, to: Target): Replay {
-  const next: Replay = { ...known, to };
+  const next: Replay = { ...known, to, ...(known ? { prev: known } : {}) };
   if (isPlainObject(r['m'])) next.m = r['m'] as unknown as Message;
   else if (r['m'] === null) delete next.m;
   if ('st' in r) next.st = { job_status: typeof r['st'] === 'string' ? r['st'] : null };
@@ -146,7 +147,9 @@ export function readJournal(file: string): JournalRead {
       const id = value['id'];
       if (typeof id !== 'string') continue;
       if (value['x'] === 1) {
-        read.records.delete(id);
+        const prev = read.records.get(id)?.prev;
+        if (prev) read.records.set(id, prev);
+        else read.records.delete(id);
         continue;
       }
       const to = value['to'];
