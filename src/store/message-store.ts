@@ -429,7 +429,7 @@ export function createMessageStore(q: QueueLayout, committer: GroupCommitter): M
       const ts = idTimestamp(new Date());
       let spare: SpareDir;
       try {
-        spare = spares.take();
+        spare = spares.take(ts);
       } catch (e) {
         throw refusal(e);
       }

@@ -23,8 +23,13 @@ export interface SpareDir {
 }
 
 export interface SpareDirs {
-  /** A new directory in `prep/`: one made ahead, else one made now. */
-  take(): SpareDir;
+  /**
+   * A new directory in `prep/` for an id stamped `stamp`: one made ahead, else one made
+   * now. Ids of one millisecond sort by their inode, so of those made ahead the one with
+   * the lowest inode above the last one given for `stamp` is taken: messages created one
+   * after the other keep their order in `que`.
+   */
+  take(stamp: string): SpareDir;
   /** Remove the ones made ahead; none is made after this. */
   close(): void;
 }
@@ -34,6 +39,7 @@ export function createSpareDirs(prepDir: string): SpareDirs {
   let making = 0;
   let seq = 0;
   let closed = false;
+  let last = { stamp: '', ino: -1 };
   const name = (): string => path.join(prepDir, `_${process.pid}.${seq++}`);
 
   function makeAhead(): void {
@@ -58,13 +64,17 @@ export function createSpareDirs(prepDir: string): SpareDirs {
   }
 
   return {
-    take() {
-      let spare = ready.pop();
+    take(stamp) {
+      const floor = stamp === last.stamp ? last.ino : -1;
+      let best = -1;
+      for (const [i, r] of ready.entries()) if (r.ino > floor && (best < 0 || r.ino < ready[best]!.ino)) best = i;
+      let spare = best >= 0 ? ready.splice(best, 1)[0] : undefined;
       if (!spare) {
         const dir = name();
         fs.mkdirSync(dir);
         spare = { dir, ino: fs.statSync(dir).ino };
       }
+      last = { stamp, ino: spare.ino };
       makeAhead();
       return spare;
     },

@@ -60,6 +60,26 @@ describe('hashed listings', () => {
   });
 });
 
+describe('creates', () => {
+  it('give messages made one after the other ids in that order, within a millisecond too', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 300; i++) {
+      ids.push((await store.create((id) => buildMessage({ dest: 'q' }, id, id, 0), 'que')).msg.msg_id);
+      // Now and then the directories made ahead are ready, as between requests.
+      if (i % 7 === 0) await new Promise((r) => setTimeout(r, 5));
+    }
+    const key = (id: string): [string, number] => [id.slice(0, id.lastIndexOf('.')), Number(id.slice(id.lastIndexOf('.') + 1))];
+    const inverted = ids.filter((id, i) => {
+      if (i === 0) return false;
+      const [stamp, ino] = key(id);
+      const [prevStamp, prevIno] = key(ids[i - 1]!);
+      return stamp === prevStamp && ino < prevIno;
+    });
+    expect(inverted).toEqual([]);
+    store.close();
+  });
+});
+
 describe('sweepPrep', () => {
   it('removes half-made allocations and lists the rest', () => {
     for (const name of ['_20250102.0300.00.000.1.0', '20250102.0300.00.000.2', '.hidden']) fs.mkdirSync(path.join(q.stateDir('prep'), name));
