@@ -1,6 +1,6 @@
 /**
  * The flash message: one notice and/or one error carried across the redirect after a
- * POST (spec/rq.md §7.1 step 4) in a signed, HttpOnly cookie. The signing key is made
+ * POST in a signed, HttpOnly cookie. The signing key is made
  * per web process, so a flash set just before a web restart is simply dropped. A
  * tampered or unreadable cookie is ignored.
  */

@@ -1,6 +1,6 @@
 /**
  * The web front door's one mapping from RqError codes to HTTP statuses, the one-line
- * reason of an error, and the plain bodies RQ sends for them (spec/rq.md §7.3, §10.4):
+ * reason of an error, and the plain bodies RQ sends for them:
  * `<status> - <text>`, except a few texts RQ sends bare (`Queue creation not allowed at
  * this time.`). Routes throw `webError(...)`, or `refused(...)` for a queue's coded
  * refusal, or let an RqError from a lower layer through; the error handler in app.ts is

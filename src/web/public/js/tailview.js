@@ -1,5 +1,5 @@
 /*
- * The tail viewer's line counter (spec/rq.md §7.4): `Lines <top>-<bottom> of <n>` for
+ * The tail viewer's line counter: `Lines <top>-<bottom> of <n>` for
  * the part of `pre#tail-output` in view. live-tail.js does the streaming and tells how
  * many lines it has (`tail:lines`); the output does not wrap here, so the height of a
  * line turns the scroll position into line numbers.
