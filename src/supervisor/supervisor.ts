@@ -172,11 +172,13 @@ export class Supervisor implements SupervisedQueues {
       resolve();
     }));
     child.on('error', (e) => this.o.log.error({ queue: name, err: e.message }, 'cannot spawn queue process'));
-    const said = new Promise<void>((resolve) => child.once('message', () => resolve()));
+    // Its word ends one wait early, once: a ping that still fails after it waits as usual.
+    let heard = false;
+    const word = new Promise<void>((resolve) => child.once('message', () => resolve())).then(() => void (heard = true));
     const until = Date.now() + QUEUE_START_WAIT_MS;
     while (Date.now() < until && p.child === serving && child.exitCode === null) {
       if ((await this.queueClient.probe(name, 'ping', {}, 1000)) !== undefined) return;
-      await Promise.race([sleep(QUEUE_POLL_MS), said]);
+      await (heard ? sleep(QUEUE_POLL_MS) : Promise.race([sleep(QUEUE_POLL_MS), word]));
     }
   }
 
