@@ -46,7 +46,7 @@ export function workerEnv(s: QueueState, msg: Message, realScript: string): Node
     RQ_COUNT: String(msg.count ?? 0),
   });
   // Linux refuses to exec with one variable of 128 KiB or more (E2BIG): such a param is
-  // given as '' and the script reads it from `../msg` (README: Writing a queue script).
+  // given as '' and the script reads it from `../msg` (docs/scripts.md, "Environment").
   for (const [i, key] of PARAM_KEYS.entries()) {
     const name = `RQ_PARAM${i + 1}`;
     const text = fieldText(msg[key]);
