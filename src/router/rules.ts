@@ -28,7 +28,7 @@ import { isValidQueueName } from '../domain/names.js';
 export const RULES_FILE_NAME = 'rq_router_rules.json';
 /** RQ's rules file, which rq does not read. */
 const RUBY_RULES_FILE_NAME = 'rq_router_rules.rb';
-const RUBY_RULES_NOT_READ = `RQ's Ruby rules are not read; rq's rules are JSON in config/${RULES_FILE_NAME} (README: The router)`;
+const RUBY_RULES_NOT_READ = `RQ's Ruby rules are not read; rq's rules are JSON in config/${RULES_FILE_NAME} (docs/router.md)`;
 
 const ACTIONS = ['relay', 'balance', 'done', 'err'] as const;
 type Action = (typeof ACTIONS)[number];

@@ -185,7 +185,7 @@ describe('bin/rq round trips', () => {
   });
 
   it('verify_rules refuses RQ\'s Ruby rules, by name or by text, pointing to the JSON form; every problem is one line', async () => {
-    const notRead = "RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (README: The router)";
+    const notRead = "RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (docs/router.md)";
     const ruby = 'rule "stats"\naction :relay\ndest /^stats/\nroute "h1"\n\n';
     for (const name of ['rq_router_rules.rb', 'rules.json']) {
       const file = path.join(t.root, name);

@@ -168,7 +168,7 @@ describe('a bad rules file', () => {
     fs.writeFileSync(ruby, 'rule "default"\naction :err\n\n');
     await breakRouter();
     expect(fs.readFileSync(downFlag(), 'utf8')).toContain(
-      `\n${ruby} is ignored, so this host is not in router mode: RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (README: The router)\n`,
+      `\n${ruby} is ignored, so this host is not in router mode: RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (docs/router.md)\n`,
     );
   });
 

@@ -177,7 +177,7 @@ describe('accepted hosts', () => {
 });
 
 describe('RQ’s Ruby rules', () => {
-  const NOT_READ = "RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (README: The router)";
+  const NOT_READ = "RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (docs/router.md)";
 
   it('are refused with a pointer to the JSON form, by their text', () => {
     expect(() => parseRules('rule "stats"\naction :relay\ndest /^stats/\nroute "h1"\n\n', {})).toThrow(new RqError('RQ_CONFIG', NOT_READ));
