@@ -13,7 +13,7 @@ import type { WorkqRequest } from './requests.js';
 import { ATTEMPT_CAP, UNSCHEDULED_RANK, type WorkqDoor } from './door.js';
 import { OK } from './replies.js';
 
-/** Expiry instants past year 9999 are "never", as in Workq's time format. */
+/** Expiry instants past year 9999 are "never" (a TTL may be up to 2^64 - 1 ms). */
 const LAST_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 export async function add(door: WorkqDoor, req: Extract<WorkqRequest, { cmd: 'add' | 'schedule' }>): Promise<Buffer> {
