@@ -223,7 +223,7 @@ export class CronSchedule {
         live.expr = compileCron(entry.cron);
       } catch (e) {
         live.error = `schedule entry ${i + 1} (${JSON.stringify(entry.cron)}): ${coerceError(e).message}`;
-        this.d.log.error({ queue: this.d.queue, entry: i + 1, cron: entry.cron, err: live.error }, 'invalid schedule entry skipped');
+        this.d.log.error({ entry: i + 1, cron: entry.cron, err: live.error }, 'invalid schedule entry skipped');
       }
       return live;
     });
@@ -256,7 +256,7 @@ export class CronSchedule {
     this.firing = this.fireDue()
       .catch((e: unknown) => {
         this.failed = true;
-        this.d.log.error({ queue: this.d.queue, err: coerceError(e).message }, 'cron fire failed; retrying in 5 s');
+        this.d.log.error({ err: coerceError(e).message }, 'cron fire failed; retrying in 5 s');
       })
       .finally(() => {
         this.firing = undefined;
