@@ -1,5 +1,5 @@
 /**
- * Cron schedules in a real queue process (spec/rq.md §4.5): a schedule's message appears
+ * Cron schedules in a real queue process (docs/cron.md): a schedule's message appears
  * up to a minute before its due minute with RQ's fields, a kill -9 and restart
  * does not fire a due time twice (the record in cron.json), and a bad entry is reported
  * in `stats` while the rest of the queue works. Time-zone and DST rules are unit-tested
