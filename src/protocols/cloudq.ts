@@ -159,7 +159,7 @@ const INTERNAL = refuse(500, 'internal error');
  * delete's 404; rq-mgr, a queue process or the disk failing is the 500 `internal error` (detail logged);
  * a queue process that is restarting is a 503 with `Retry-After` (client/call.ts).
  */
-const REPLY_OF = {
+export const REPLY_OF = {
   RQ_NOT_FOUND: refuse(404, 'job not found'),
   RQ_NOT_IN_STATE: refuse(404, 'job not found'),
   RQ_QUEUE_NOT_FOUND: refuse(404, 'queue not found'),

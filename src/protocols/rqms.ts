@@ -82,7 +82,7 @@ const FAILED: Record<string, string | undefined> = {
 const INTERNAL_ERROR_JSON = JSON.stringify({ error: true, message: 'Internal error processing request' });
 
 /** Every RqError's reply: its status, and its phrase (null: the method's 500 phrase; the detail is logged, not sent). */
-const REPLIES = {
+export const REPLIES = {
   RQ_BAD_REQUEST: { status: 400, phrase: PHRASE.badTicket },
   RQ_BAD_MESSAGE: { status: 400, phrase: PHRASE.badValue },
   RQ_NOT_FOUND: { status: 404, phrase: 'I regret to say there is no such item.' },

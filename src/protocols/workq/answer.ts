@@ -24,7 +24,7 @@ const CLOSED_NAME = clientError('Invalid Name');
 /** A failure inside rq (a bug, a file it cannot write): its text is for the log, not the client. */
 const INTERNAL_ERROR = serverError('internal error');
 /** In ERROR_REPLIES: `-SERVER-ERROR` with the error's own text. */
-const OWN_TEXT = 'own text';
+export const OWN_TEXT = 'own text';
 
 /**
  * The one mapping from rq's errors to Workq replies. An error whose text rq writes
@@ -32,7 +32,7 @@ const OWN_TEXT = 'own text';
  * or DOWN), is `-SERVER-ERROR` with that text; every other error has its fixed reply,
  * whatever its text says.
  */
-const ERROR_REPLIES = {
+export const ERROR_REPLIES = {
   RQ_NOT_FOUND: NOT_FOUND,
   RQ_DUPLICATE: clientError('Duplicate job'),
   RQ_NOT_IN_STATE: serverError('Queue out of sync'),
