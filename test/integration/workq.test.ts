@@ -698,6 +698,16 @@ describe('workq: commands, ordering and inspect', () => {
     for (const id of [x, y]) expect((await c.delete(id)).text).toBe(OK);
   });
 
+  it('a client that shuts its side after asking for a result gets the result that is there (a result takes nothing)', async () => {
+    const w = await open();
+    const q = 'lc-half-result';
+    const x = randomUUID();
+    w.send(`add ${x} ${q} 60000 ${LONG_TTL} 1\r\nx\r\nlease ${q} 0\r\ncomplete ${x} 2\r\nok\r\nresult ${x} 10000\r\nresult ${randomUUID()} 10000\r\n`);
+    w.end();
+    expect(await w.lines(9)).toBe(`+OK\r\n+OK 1\r\n${x} ${q} 60000 1\r\nx\r\n+OK\r\n${resultReply(x, true, 'ok')}-NOT-FOUND\r\n`);
+    await w.closed();
+  });
+
   it('answers ids in lower case whatever case was sent; ids are unique across queues', async () => {
     const c = await open();
     const lower = randomUUID();
