@@ -51,7 +51,7 @@
  * 12. `rq-mgr start` until the dashboard answers (start-figures.ts), 10,000 waiting, against
  *     a bare node that loads express and answers, and `node -e 0`.
  *
- * Plan (ARCHITECTURE.md, "Facts measured on these machines"): ext4 here has no journal
+ * Plan (as measured on these machines): ext4 here has no journal
  * and creates files much more slowly for minutes after many directories are deleted, so
  * every measurement gets a fresh root and nothing is deleted until the very end of the
  * run. The run re-executes itself once with UV_THREADPOOL_SIZE=16, the queue process's
@@ -112,7 +112,7 @@ const BIG_BODIES = 4;
 const BIG_BODY_BYTES = 60 * 1024 * 1024;
 /** Figure 7: how long after those posts the queue process's RSS is read. */
 const AFTER_BODIES_MS = 15_000;
-/** ARCHITECTURE.md: a sequential durable create runs at about 2,100/s on these machines. */
+/** Measured: a sequential durable create runs at about 2,100/s on these machines. */
 const ARCH_BARE_CREATES = 2_100;
 /**
  * Time caps, so that a slow build still finishes in minutes: a measurement that reaches
@@ -509,9 +509,9 @@ function bareCreatesSync(n: number): number {
 /**
  * ext4 without a journal skips inodes freed in the last 60 s (360 s while their inode
  * table block is dirty) when it allocates one, so creating files is much slower right
- * after a mass delete (ARCHITECTURE.md). `sync` cleans the tables, which caps that at
- * 60 s; then, while a bare create loop runs under 60% of the rate ARCHITECTURE.md
- * measured here, wait for it (at most 75 s).
+ * after a mass delete. `sync` cleans the tables, which caps that at
+ * 60 s; then, while a bare create loop runs under 60% of the rate
+ * measured here (ARCH_BARE_CREATES), wait for it (at most 75 s).
  */
 async function settleFilesystem(): Promise<void> {
   spawnSync('sync');
@@ -640,7 +640,7 @@ async function figureCreates(): Promise<void> {
     show(`bare loop, ${bareWhat}`, `${int(limit)} msg/s`);
     if (clients === 1 && limit < 0.6 * ARCH_BARE_CREATES) {
       notes.push(
-        `the bare create loop ran at ${int(limit)}/s, well under the ~${int(ARCH_BARE_CREATES)}/s of ARCHITECTURE.md: ` +
+        `the bare create loop ran at ${int(limit)}/s, well under the ~${int(ARCH_BARE_CREATES)}/s measured on these machines: ` +
           'the filesystem may still be slow after a recent mass delete (another run\'s cleanup?); every figure is next to its same-run limit',
       );
     }

@@ -18,7 +18,7 @@ import { freePort, latencyRow, rqMgr, type PullBenchHelpers } from './pull-figur
 
 const CONNECTIONS = 16;
 
-/** One connection: send a command, read its one reply (§2's shapes: a line, or a line, a header line and a block). */
+/** One connection: send a command, read its one reply (Workq's shapes: a line, or a line, a header line and a block). */
 class Conn {
   private readonly sock: net.Socket;
   private buf = Buffer.alloc(0);

@@ -1,5 +1,5 @@
 /**
- * The worker of the built-in `cleaner` queue (the README's "The cleaner and disk usage"), run by
+ * The worker of the built-in `cleaner` queue (docs/cleaner.md), run by
  * `libexec/cleaner_script` once per message, typically from a `schedule` entry of the
  * cleaner queue. `RQ_PARAM1` names the queue to clean, or `ALLQUEUES` for every queue of
  * the install; the first digit of `RQ_PARAM2`, when there is one, is the number of days

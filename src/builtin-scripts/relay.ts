@@ -1,5 +1,5 @@
 /**
- * The worker of the built-in `relay` queue (the README's "Relaying to another host"), run by `libexec/relay_script`
+ * The worker of the built-in `relay` queue (docs/relay.md), run by `libexec/relay_script`
  * once per message, with cwd `job/` of the message. It delivers the message to the rq
  * named by its URL `dest` through that rq's HTTP API, in RQ's two phases:
  *

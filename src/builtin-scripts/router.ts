@@ -1,5 +1,5 @@
 /**
- * The worker of the built-in `rq_router` queue (the README's "The router"), run by
+ * The worker of the built-in `rq_router` queue (docs/router.md), run by
  * `libexec/rq_router_script` once per message: load the rules (src/router/rules.ts), take
  * the first rule that matches the message, log it, wait its delay, then finish it as the
  * rule says: `done`, `err`, or copies of the message sent on with `dup` (to the `relay`

@@ -1,5 +1,5 @@
 /**
- * The worker of the built-in `webhook` queue (the README's "Webhooks"), run by
+ * The worker of the built-in `webhook` queue (docs/webhooks.md), run by
  * `libexec/webhook_script` once per message. A message is one post-run webhook: the
  * queue engine creates `{"param1": <url>, "param2": <JSON snapshot of the finished
  * message>}` in this queue. The worker POSTs the form `x_format=json&payload=<param2>` to

@@ -1,5 +1,5 @@
 /**
- * The worker side of RQ's pipe protocol (the README's "Writing a queue script"), for rq's own queue scripts
+ * The worker side of RQ's pipe protocol (docs/scripts.md, "The pipe protocol"), for rq's own queue scripts
  * written in Node (relay, webhook, cleaner, router). A worker runs with cwd `job/` of its
  * message: it reports lines on fd 3, reads the replies to two-way requests (`dup`) on
  * fd 4, logs to stdout (appended to `job/stdio.log`) in RQ's coloured format, and reads
@@ -24,7 +24,7 @@ export function log(text: string): void {
   fs.writeSync(1, `\x1b[0;36m${process.pid} - ${localTimestamp(new Date())}\x1b[0m - ${text}\n`);
 }
 
-/** An `RQ_*` variable of the run (its environment: the README's "Writing a queue script"), or '' when unset. */
+/** An `RQ_*` variable of the run (its environment: docs/scripts.md, "Environment"), or '' when unset. */
 export function rqEnv(name: string): string {
   return process.env[`RQ_${name}`] ?? '';
 }

@@ -1,12 +1,12 @@
 /**
- * `bin/check_rq` (spec/rq.md §6.4): a Nagios-style probe of an rq web server. It reads
+ * `bin/check_rq` (docs/operations.md, "Monitoring"): a Nagios-style probe of an rq web server. It reads
  * `GET /q.txt`, then each queue's text (`GET "/" + line`, so `//q/<name>.txt`, which the
  * server collapses), and prints one verdict line with Nagios' exit status: 0 OK,
  * 1 WARNING, 2 CRITICAL, 3 UNKNOWN (bad command line). It runs once per check, so it
  * imports nothing but `node:http`: Node's start-up is already most of its cost.
  *
  * Where rq differs from RQ: the verdict is the worst rule that fires, without RQ's
- * escalation of some warnings to critical (spec [Q]); every request has a deadline
+ * escalation of some warnings to critical; every request has a deadline
  * (`--timeout`, default 10 s); a bad command line exits 3 instead of raising.
  */
 import http from 'node:http';
@@ -102,7 +102,7 @@ function parseCheckArgs(argv: readonly string[]): Parsed {
   return { type: 'check', options: { server, port: Number(port), thresholds, dump, timeoutMs: Number(timeout) * 1000 } };
 }
 
-/** The `key: value` lines of a queue text (spec/rq.md §7.4), in order; other lines are skipped. */
+/** The `key: value` lines of a queue text (`GET /q/<name>.txt`), in order; other lines are skipped. */
 function parseQueueText(text: string): Array<[string, string]> {
   const fields: Array<[string, string]> = [];
   for (const line of text.split('\n')) {
@@ -113,7 +113,7 @@ function parseQueueText(text: string): Array<[string, string]> {
 }
 
 /**
- * The rules of spec/rq.md §6.4 for one queue: its severity and the text of its problems
+ * check_rq's rules (RQ's) for one queue: its severity and the text of its problems
  * (empty when it is fine). The worst rule wins; nothing is escalated beyond it.
  */
 function judgeQueue(fields: ReadonlyArray<[string, string]>, t: Thresholds): { severity: Severity; text: string } {

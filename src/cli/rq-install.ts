@@ -1,8 +1,8 @@
 /**
- * `bin/rq-install` (spec/rq.md §6.2): makes an install root ready to run. It owns the
+ * `bin/rq-install` (docs/operations.md, "Install"): makes an install root ready to run. It owns the
  * first `config/config.json` (RQ's key order, one line, owner-only: mode 0600), the `queues/` directory with its
  * `queue -> queues` symlink, `log/`, and the four built-in queues `relay`, `webhook`,
- * `cleaner` and `rq_router` (§4.6). It never removes anything: messages already in a queue
+ * `cleaner` and `rq_router`. It never removes anything: messages already in a queue
  * stay, and an existing queue `config.json` is only replaced with `--force`. Every input is
  * checked before the first write, so a refused call leaves the root as it was.
  *
@@ -127,13 +127,13 @@ function parseInstallArgs(argv: readonly string[]): ParsedArgs {
   return { type: 'install', options: o };
 }
 
-/** `config/config.json` text: RQ's keys in RQ's order, compact, plus a newline (§1.2). Also the bench's. */
+/** `config/config.json` text: RQ's keys in RQ's order, compact, plus a newline. Also the bench's. */
 export function mainConfigText(o: InstallOptions): string {
   return `${JSON.stringify({ env: o.env, host: o.host, port: o.port, addr: o.addr, tmpdir: o.tmpdir, allow_new_queue: o.allowNewQueue })}\n`;
 }
 
 /**
- * A built-in queue's `config.json` text, as queue creation writes it (§1.5). Its script
+ * A built-in queue's `config.json` text, as queue creation writes it. Its script
  * is `./libexec/<name>_script` in the package; for an install root elsewhere the path is
  * absolute, so it resolves from there too.
  */

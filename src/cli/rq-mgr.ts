@@ -1,5 +1,5 @@
 /**
- * `bin/rq-mgr start|stop|status|restart|run|reload|zap` (spec/rq.md §6.3), with RQ's
+ * `bin/rq-mgr start|stop|status|restart|run|reload|zap` (docs/operations.md), with RQ's
  * output lines and exit codes. `start` daemonises (logs in `log/rq.log`) and returns
  * once rq-mgr answers on its socket; `run` becomes rq-mgr in this process, in the
  * foreground with the log on stdout (what `npm start` and the systemd unit use).

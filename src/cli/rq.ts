@@ -1,5 +1,5 @@
 /**
- * `bin/rq`, RQ's command line (spec/rq.md §6.1): parse `rq <command> [--option[=value] …]`,
+ * `bin/rq`, RQ's command line (docs/cli.md): parse `rq <command> [--option[=value] …]`,
  * make one RPC call to the queue's socket under the install root, and print RQ's one-line
  * reply `<reply[0]> <reply[1]>`. The exit status is 0 exactly when the reply is `ok`.
  *
@@ -176,7 +176,7 @@ function creator(command: 'create_message' | 'prep_message'): Command['run'] {
   };
 }
 
-/** `--msg_id <full id>`: the queue and the short id, split with RQ's patterns (§1.7). */
+/** `--msg_id <full id>`: the queue and the short id, split with RQ's patterns (ids.ts). */
 function target(opts: Options): { fullId: string; queue: string; shortId: string } {
   const fullId = required(opts, 'msg_id');
   const { queue, shortId } = parseFullId(fullId);
@@ -195,7 +195,7 @@ function byId(command: 'commit_message' | 'get_message_state' | 'clone_message')
 }
 
 /**
- * verify_rules: load a router rules file as the router does (spec/rq.md §9.3; the format
+ * verify_rules: load a router rules file as the router does (docs/router.md; the format
  * is in src/router/rules.ts), conditional actions resolved with this environment. Prints
  * `ok`, after one JSON line per rule with `--verbose`; or RQ's `fail bad router rules
  * file`, with what is wrong on stderr.

@@ -47,7 +47,7 @@ export function rpcRequest(socketPath: string, command: string, argument: string
   try {
     packet = encodePacket(command, ' ', argument);
   } catch (e) {
-    // Over the 8-digit length field (spec/rq.md §10.3): the caller's input is too large.
+    // Over the 8-digit length field (under 100 MB): the caller's input is too large.
     return Promise.reject(new RqError('RQ_TOO_LARGE', `The ${command} request is too large for the queue socket: ${coerceError(e).message}`));
   }
   const { timeoutMs = 30_000, signal } = o;

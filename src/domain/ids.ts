@@ -1,5 +1,5 @@
 /**
- * Message ids (spec/rq.md §1.7) and their hashed placement (§1.8).
+ * Message ids and their hashed placement (docs/layout.md).
  *
  * A short id is `YYYYMMDD.HHMM.SS.mmm.<inode>`: the UTC time of allocation and the inode
  * of the message directory, so two live messages never share an id. A full id is the
@@ -28,7 +28,7 @@ export function isShortId(id: unknown): id is string {
 
 /**
  * Whether a client-supplied id may be used as a directory name: no slash, no NUL, no
- * leading dot (spec/rq.md §10.2), at most 255 bytes (a longer name would make the
+ * leading dot, at most 255 bytes (a longer name would make the
  * filesystem fail with ENAMETOOLONG). Lookups then only ever match an exact entry.
  */
 export function isSafeId(id: unknown): id is string {
@@ -41,7 +41,7 @@ export function hashParts(shortId: string): [string, string, string] | undefined
   return m ? [m[1]!, m[2]!, m[3]!] : undefined;
 }
 
-/** Split a full id with RQ's two patterns (§1.7); a bare short id has no queue. */
+/** Split a full id with RQ's two patterns; a bare short id has no queue. */
 export function parseFullId(fullId: string): { queue: string | undefined; shortId: string } {
   const queue = /\/q\/([^/]+)/.exec(fullId)?.[1];
   const shortId = /\/q\/[^/]+\/([^/]+)/.exec(fullId)?.[1];

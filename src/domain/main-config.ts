@@ -1,5 +1,5 @@
 /**
- * The install's `config/config.json` (spec/rq.md §1.2). Queue processes read `host`,
+ * The install's `config/config.json` (docs/configuration.md). Queue processes read `host`,
  * `port` and `relative_root` from it once, at start-up; rq-mgr and the web process read
  * the rest. A key with the wrong shape is a clear RQ_CONFIG error naming the key.
  */

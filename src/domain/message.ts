@@ -1,5 +1,5 @@
 /**
- * The message JSON stored in `<state>/<id>/msg` (spec/rq.md §1.10), how a message is
+ * The message JSON stored in `<state>/<id>/msg` (docs/layout.md), how a message is
  * built from client input, and the fields of its in-memory index entry.
  *
  * The JSON has no version field: readers keep unknown keys, and every field added
@@ -121,7 +121,7 @@ const OPTIONAL_KEYS = ['src', ...PARAM_KEYS, 'post_run_webhook', 'due', 'force_r
 
 export type MessageInput = Record<string, unknown>;
 
-/** Every key a client may give when creating a message (§1.10); the queue drops others. */
+/** Every key a client may give when creating a message; the queue drops others. */
 export const INPUT_KEYS: ReadonlySet<string> = new Set(['dest', 'orig_msg_id', 'count', 'max_count', ...OPTIONAL_KEYS]);
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -141,7 +141,7 @@ export function httpUrl(value: unknown): URL | undefined {
 
 /**
  * `post_run_webhook` must be null or an array of http(s) URLs. RQ stored anything and
- * fired only for an array (§9.1), so a string URL was silently never called; rq refuses
+ * fired only for an array, so a string URL was silently never called; rq refuses
  * it when the message is created, where the client can still see why.
  */
 function checkPostRunWebhook(value: unknown): void {
@@ -150,7 +150,7 @@ function checkPostRunWebhook(value: unknown): void {
 }
 
 /**
- * Build a new message from client input (§1.10, §2.2). `ownFullId` becomes
+ * Build a new message from client input. `ownFullId` becomes
  * `orig_msg_id` unless the input carries one. `nowSec` defaults `due`. A
  * `post_run_webhook` that is present must be null or an array of http(s) URLs
  * (RQ_BAD_MESSAGE naming the field otherwise).
@@ -172,7 +172,7 @@ export function buildMessage(input: MessageInput, shortId: string, ownFullId: st
   return msg;
 }
 
-/** A field as the `RQ_*` variables carry it (§3.2): a string as it is, absent or null as '', anything else as its JSON. */
+/** A field as the `RQ_*` variables carry it: a string as it is, absent or null as '', anything else as its JSON. */
 export function fieldText(value: unknown): string {
   return value === undefined || value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value);
 }

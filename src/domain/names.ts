@@ -2,14 +2,14 @@
  * Queue names: the one grammar every front door checks before a name touches a path.
  *
  * Two rules. RQ's own forms (create a queue from the web, the CLI or rq-mgr's socket)
- * keep RQ's rule (spec/rq.md §10.1): RQ refuses space and `"#$%&'()*+,./:;<=>?@[]^`{|}~`,
+ * keep RQ's rule: RQ refuses space and `"#$%&'()*+,./:;<=>?@[]^`{|}~`,
  * and we also refuse control characters, backslash and names longer than 128. A queue
  * made now must also have an ASCII name, so no two names look alike (`ｓｅｃ` and `sec`,
  * `sec` and `sec` + U+200B); a queue with a non-ASCII name made by an older version
  * keeps working, since every lookup takes any name of either rule.
  * A queue may also have a name of the protocols' rule, shared by every pull front door
- * (spec/cloudq.md §1, workq.md §11): `[A-Za-z0-9_.-]{1,255}`, plus RQMS's `$()+`
- * (spec/rqms.md §1), so lmstfy's `<namespace>.<queue>` is a queue name. Such queues are
+ * (Workq's job-name rule): `[A-Za-z0-9_.-]{1,255}`, plus RQMS's `$()+`,
+ * so lmstfy's `<namespace>.<queue>` is a queue name. Such queues are
  * made by a protocol front door on first use.
  *
  * Whatever the rule, a name never starts with `.` (no `.`, `..`, nor the hidden

@@ -1,5 +1,5 @@
 /**
- * A queue's `config.json` (spec/rq.md §1.5): loading, normalising and the validation of
+ * A queue's `config.json` (docs/configuration.md): loading, normalising and the validation of
  * configs given by link. The normalised value is frozen and passed down; nothing re-reads
  * the file except a reload (SIGHUP).
  */
@@ -32,9 +32,9 @@ export interface QueueConfig {
   exec_prefix: string | null;
   /** Extra environment for the script. Names starting with `RQ_` are ignored. */
   env_vars: Record<string, string>;
-  /** Params (1..4) whose equality makes two waiting messages duplicates (§2.9). */
+  /** Params (1..4) whose equality makes two waiting messages duplicates. */
   coalesce_params: number[];
-  /** Params (1..4) whose tuple may have only one message running at a time (§2.4). */
+  /** Params (1..4) whose tuple may have only one message running at a time. */
   blocking_params: number[];
   schedule: ScheduleEntry[];
   /**
@@ -86,7 +86,7 @@ export function normaliseQueueConfig(raw: Record<string, unknown>): QueueConfig 
   for (const entry of Array.isArray(raw['schedule']) ? raw['schedule'] : []) {
     if (!isPlainObject(entry) || typeof entry['cron'] !== 'string') continue;
     // RQ reads paramN next to `cron`, but writes them under `params` and so loses them on
-    // the next load (§1.5 [Q]). Both forms are read here; top-level wins.
+    // the next load. Both forms are read here; top-level wins.
     const nested = isPlainObject(entry['params']) ? entry['params'] : {};
     const params = Object.fromEntries(PARAM_KEYS.map((k) => [k, entry[k] ?? nested[k] ?? null])) as ScheduleEntry['params'];
     const missed = entry['missed'] === undefined ? 'skip' : asText(entry['missed']);

@@ -14,8 +14,8 @@
  * limit takes its default; `null` means no limit of that kind.
  *
  * Where a message's age counts from depends on its state (AGE_FROM). In done and
- * relayed it is the time in its id (ids carry their UTC creation time, spec/rq.md
- * §1.7), as RQ's cleaner aged its hashed directories: cheap, since the ids alone order
+ * relayed it is the time in its id (ids carry their UTC creation time),
+ * as RQ's cleaner aged its hashed directories: cheap, since the ids alone order
  * the state. In err it is the time the message entered err, its directory's ctime
  * (store `enteredAt`, set by the rename into err): a message created weeks ago that
  * fails today is kept the full `err.max_age_days` from today, so someone can see it. A

@@ -1,7 +1,7 @@
 /**
  * RQ was written in Ruby, and its numbers are parsed with Ruby's lenient `to_i` and
  * `to_f`: an optional sign and leading digits, the rest ignored, 0 when there are no
- * digits (spec/rq.md §0). Messages and configs keep relying on that. As in Ruby, an
+ * digits. Messages and configs keep relying on that. As in Ruby, an
  * underscore counts only between two digits (`"1_000"` is 1000; `"_5"` is 0 and
  * `"1__2"` is 1).
  */

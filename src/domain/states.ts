@@ -2,13 +2,13 @@
  * The message states, named exactly as the state directories of a queue
  * (`queues/<q>/<state>/`), and the table of legal moves between them.
  *
- * Who moves messages where (spec/rq.md §2.13):
+ * Who moves messages where (docs/layout.md):
  * - `prep`: created by create/prep/single_que/clone/dup; left by commit (→ que) or delete.
  * - `que`: entered by commit, requeue (resend) and start-up recovery; left by a scheduler
  *   start (→ run), coalescing into a finished message (→ done/relayed), or delete.
  * - `run`: entered by a scheduler start; left when the worker exits (→ done, relayed,
  *   err, que) or at start-up recovery (→ que).
- * - `done`, `relayed`: final, hashed by id (§1.8); removed by a clean (retention.ts),
+ * - `done`, `relayed`: final, hashed by id; removed by a clean (retention.ts),
  *   which the cleaner queue asks for.
  * - `err`: final until an operator clones or deletes it, or a clean removes it. A pull
  *   queue's dead letter (err with `dead`) may also be respawned (→ que) or acked (→ done).
@@ -21,7 +21,7 @@ export type State = (typeof STATES)[number];
 /** RQ's order of the states in search results: prep, que, run, err, done, relayed. */
 export const SEARCH_ORDER: readonly State[] = ['prep', 'que', 'run', 'err', 'done', 'relayed'];
 
-/** States whose directories are hashed `YYYYMMDD/HH/MM/<id>` (spec/rq.md §1.8). */
+/** States whose directories are hashed `YYYYMMDD/HH/MM/<id>` (the id's UTC date, hour and minute). */
 export const HASHED_STATES: ReadonlySet<State> = new Set(['done', 'relayed']);
 
 /** Every legal `from → to` move. The store refuses any other. */

@@ -1,7 +1,7 @@
 /**
- * The Cloudq front door (spec/cloudq.md): `POST|PUT /:queue` publishes a job,
+ * The Cloudq front door (docs/doors/cloudq.md): `POST|PUT /:queue` publishes a job,
  * `GET /:queue` reserves the oldest ready one, `DELETE /:queue/:id` deletes it, and
- * `GET /` says hello. A Cloudq queue is the rq queue of the same name (§10), reached
+ * `GET /` says hello. A Cloudq queue is the rq queue of the same name, reached
  * only through the PullClient: this module parses, calls one command and renders; it
  * keeps no queue state, so a restart of the web process loses no job and no reservation.
  *
@@ -11,11 +11,11 @@
  *
  * The request pipeline, in this order (every step may end the request):
  * 1. HTTP Basic auth, when `basicAuth` is configured: a missing or wrong credential is a
- *    401 with `WWW-Authenticate: Basic` before anything else, the body unread (§1).
+ *    401 with `WWW-Authenticate: Basic` before anything else, the body unread.
  * 2. The route, by method and path shape (query string ignored): anything else is a 404
- *    `not found` (§4.4). Paths are split on `/` first and each segment percent-decoded
+ *    `not found`. Paths are split on `/` first and each segment percent-decoded
  *    after, so `%2F` never makes a new segment.
- * 3. The queue name: `[A-Za-z0-9_.-]{1,255}` (§1), and also the shared protocol rule of
+ * 3. The queue name: `[A-Za-z0-9_.-]{1,255}`, and also the shared protocol rule of
  *    names.ts (no leading dot, no `.deleted.<n>` suffix), so a Cloudq name is always
  *    an rq queue name; anything else is a 400 `invalid queue name`.
  * 4. The queue must be open to this door (door-access.ts): one in a token-protected
@@ -26,10 +26,10 @@
  *    budget, lib/body-budget.ts), parsed as JSON whatever the content type says (curl's
  *    `-d` sends a form type), or, failing that and sent as
  *    `application/x-www-form-urlencoded`, as Rack-style nested keys with qs; then the job
- *    checks of §4.1 in the spec's order, the first failure a 400 (before them, a body
+ *    checks (object, klass, args) in node-cloudq's order, the first failure a 400 (before them, a body
  *    nested deeper than MAX_JSON_DEPTH arrays and objects is a 400 too).
  *
- * Stored form (§10): `src` = cloudq, `param1` = klass, `param2` = compact JSON of args
+ * Stored form: `src` = cloudq, `param1` = klass, `param2` = compact JSON of args
  * (for RQ scripts and the dashboard), `attach/payload` = the job object minus `id`, as
  * JSON text, which is what a reserve hands back with the rq short id as `id`. A job of
  * another front door or of RQ itself reads as `{klass: param1 || <queue>, args: [the
@@ -84,7 +84,7 @@ export interface CloudqConfig {
 const MAX_RESERVE_TIMEOUT_MS = 2_147_483_647;
 /** A GET held longer than an hour is a client or proxy problem, not a long poll. */
 const MAX_WAIT_MS = 3_600_000;
-/** §7: the largest request body. */
+/** The largest request body (node-cloudq's `express.json` limit). */
 const BODY_LIMIT = 10 * 1024 * 1024;
 /**
  * Past BODY_LIMIT the rest of a body is read and dropped, up to this much in all, so the
@@ -93,7 +93,7 @@ const BODY_LIMIT = 10 * 1024 * 1024;
  */
 const DRAIN_LIMIT = 64 * 1024 * 1024;
 const BODY: BodyLimit = { max: BODY_LIMIT, over: { drainUpTo: DRAIN_LIMIT } };
-/** Cloudq's queue-name charset (§1); names.ts adds the rules every front door shares. */
+/** Cloudq's queue-name charset; names.ts adds the rules every front door shares. */
 const CLOUDQ_NAME = /^[A-Za-z0-9_.-]{1,255}$/;
 /** Rack-style nested form keys (`job[args][]=a`), as deep and as long as a real job needs. */
 const QS_OPTIONS = { depth: 20, arrayLimit: 10_000, parameterLimit: 100_000 } as const;
@@ -156,10 +156,10 @@ const INTERNAL = refuse(500, 'internal error');
 
 /**
  * Every RqError code as a Cloudq reply. A missing or no-longer-deletable job is the
- * §4.3 404; rq-mgr, a queue process or the disk failing is the §4.4 500 (detail logged);
+ * delete's 404; rq-mgr, a queue process or the disk failing is the 500 `internal error` (detail logged);
  * a queue process that is restarting is a 503 with `Retry-After` (client/call.ts).
  */
-const REPLY_OF = {
+export const REPLY_OF = {
   RQ_NOT_FOUND: refuse(404, 'job not found'),
   RQ_NOT_IN_STATE: refuse(404, 'job not found'),
   RQ_QUEUE_NOT_FOUND: refuse(404, 'queue not found'),
@@ -210,7 +210,7 @@ function isCloudqQueueName(name: string | undefined): name is string {
   return name !== undefined && CLOUDQ_NAME.test(name) && isProtocolQueueName(name);
 }
 
-/** Method and path to a route (§4); the query string is ignored. */
+/** Method and path to a route; the query string is ignored. */
 function routeOf(method: string | undefined, url: string | undefined): Route {
   let path = (url ?? '/').split('?', 1)[0]!;
   const absolute = /^https?:\/\/[^/]*(\/.*)?$/i.exec(path);
@@ -231,7 +231,7 @@ function routeOf(method: string | undefined, url: string | undefined): Route {
 }
 
 /**
- * A job object (§2): `klass` a non-empty string and `args` an array, other keys as they
+ * A job object: `klass` a non-empty string and `args` an array, other keys as they
  * come. A problem's message is said of its field (`klass must be a string`), a missing
  * key's is `key required`; anything but an object is `job object required`.
  */
@@ -246,7 +246,7 @@ const JOB = plainObject(
   ),
 );
 
-/** The §4.1 message of the first check a job object fails, or undefined when it is one (§2). */
+/** The publish message of the first check a job object fails, or undefined when it is one. */
 function jobProblem(job: unknown): string | undefined {
   const problem = inputProblem(JOB, job);
   return problem && (problem.field === '' ? problem.message : `${problem.field} ${problem.message}`);
@@ -254,7 +254,7 @@ function jobProblem(job: unknown): string | undefined {
 
 /**
  * The job of a publish body (wrapped, or unwrapped when it has no `job` and has `klass`),
- * or the §4.1 message; beyond node-cloudq, a body nested deeper than MAX_JSON_DEPTH is refused.
+ * or the publish check's message; beyond node-cloudq, a body nested deeper than MAX_JSON_DEPTH is refused.
  */
 function checkJob(body: unknown): { job: Record<string, unknown> } | { message: string } {
   if (isTooDeep(body)) return { message: `job nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels` };
@@ -276,7 +276,7 @@ function parseBody(bytes: Buffer, contentType: string | undefined): unknown {
   }
 }
 
-/** What a reserve hands out for a leased message (§10 "reading an RQ-native message"). */
+/** What a reserve hands out for a leased message, also one Cloudq did not make. */
 function jobOf(job: PulledJob): Record<string, unknown> {
   let stored: unknown;
   let hasStored = false;
@@ -339,7 +339,7 @@ class Cloudq {
     this.mayTouch = mayTouch;
   }
 
-  /** §4.1: checked, stored durably (publish resolves after the commit), its id in the headers. */
+  /** Publish: checked, stored durably (publish resolves after the commit), its id in the headers. */
   async publish(queue: string, body: unknown): Promise<Reply> {
     const checked = checkJob(body);
     if ('message' in checked) return refuse(400, checked.message);
@@ -352,7 +352,7 @@ class Cloudq {
     return { ...SUCCESS, headers: { Location: `/${queue}/${encodeURIComponent(id)}`, 'X-Cloudq-Id': id } };
   }
 
-  /** §4.2: the oldest ready job, now reserved; empty when none (came within waitMs). */
+  /** Reserve: the oldest ready job, now reserved; empty when none (came within waitMs). */
   async reserve(queue: string, signal: AbortSignal): Promise<Reply | null> {
     const jobs = await this.client.lease([queue], {
       owner: 'cloudq',
@@ -371,7 +371,7 @@ class Cloudq {
     return { status: 200, body: this.config.flatReserve ? rendered : { job: rendered } };
   }
 
-  /** §4.3: a new or reserved job to done; anything else is not found. */
+  /** Delete: a new or reserved job to done; anything else is not found. */
   async delete(queue: string, id: string): Promise<Reply> {
     if (id === '') return REPLY_OF.RQ_NOT_FOUND;
     await this.client.ack(queue, id, { from: ['que', 'run'], status: 'deleted via cloudq' });

@@ -1,5 +1,5 @@
 /**
- * The lmstfy door's access log (§6 `/accesslog`): when it is on, one line per `/api`
+ * The lmstfy door's access log (`/accesslog`): when it is on, one line per `/api`
  * request through the process logger, at level info: `{"msg":"lmstfy access", method,
  * path, status, duration_ms, remote, namespace, request_id}` (`request_id` is the reply's
  * `X-Request-ID`). The path is the URL's path alone: the

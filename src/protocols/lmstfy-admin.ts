@@ -1,5 +1,5 @@
 /**
- * The lmstfy door's admin routes (§6):
+ * The lmstfy door's admin routes, served on the main listener:
  * - `/version`, `/info` and `/pools`, always open (they show no token and nothing of any
  *   namespace);
  * - `GET /metrics` (lmstfy-metrics.ts) and `GET /accesslog`, behind HTTP Basic auth
@@ -174,7 +174,7 @@ function basicRefusal(req: http.IncomingMessage, accounts: Record<string, string
   return want !== undefined && sameSecret(text.slice(at + 1), want) ? undefined : unauthorized;
 }
 
-/** The admin routes' namespace checks (§6 wording). */
+/** The admin routes' namespace checks, in lmstfy's admin wording. */
 function adminNamespaceProblem(ns: string): Reply | undefined {
   if (Buffer.byteLength(ns) > LIMITS.nameBytes) return fail(400, 'the namespace name was too long');
   if (!isNamespace(ns)) return fail(400, 'namespace name contains forbidden characters');

@@ -1,8 +1,8 @@
 /**
- * The handlers of the lmstfy door's /api routes (§4): publish (one job, a bulk of them, or
+ * The handlers of the lmstfy door's /api routes: publish (one job, a bulk of them, or
  * a job in place of another), consume, ack, peek, size, destroy, and the dead letters.
  * Each is called after the route's gate (lmstfy.ts: names, pool, token) with what it
- * needs, makes its own checks in the order its table in the spec gives, and answers with
+ * needs, makes its own checks in the order lmstfy makes them, and answers with
  * a Reply. Every change is a PullClient call to the queue's process.
  */
 import type http from 'node:http';
@@ -49,7 +49,7 @@ export class LmstfyApi {
     this.client = client;
   }
 
-  /** §4.1 `PUT /api/:ns/:q?delay&ttl&tries`: publish the body as one job. */
+  /** `PUT /api/:ns/:q?delay&ttl&tries`: publish the body as one job. */
   async publish(req: http.IncomingMessage, res: http.ServerResponse, ns: string, q: string, query: URLSearchParams): Promise<Reply> {
     const job = await this.readJob(req, res, query);
     if (isReply(job)) return job;
@@ -58,7 +58,7 @@ export class LmstfyApi {
   }
 
   /**
-   * §4.2 `PUT /api/:ns/:q/job/:id`: every check first, then acknowledge the old job and
+   * `PUT /api/:ns/:q/job/:id`: every check first, then acknowledge the old job and
    * publish the body as a new one. The new job keeps the old one's attributes, and those
    * of a versioned republish are added to them (a name given again takes the new value).
    */
@@ -76,7 +76,7 @@ export class LmstfyApi {
     return { status: 201, body: { msg: 'published', job_id: jobId } };
   }
 
-  /** The query, attribute (header) and body checks of §4.1, in order. */
+  /** The query, attribute (header) and body checks of a publish, in order. */
   private async readJob(
     req: http.IncomingMessage,
     res: http.ServerResponse,
@@ -90,7 +90,7 @@ export class LmstfyApi {
     return isReply(body) ? body : { query: parsed, attributes, body };
   }
 
-  /** §4.3 `PUT /api/:ns/:q/bulk`: each element's raw JSON text is a job, published in order, each with the attributes of the headers. */
+  /** `PUT /api/:ns/:q/bulk`: each element's raw JSON text is a job, published in order, each with the attributes of the headers. */
   async bulkPublish(req: http.IncomingMessage, res: http.ServerResponse, ns: string, q: string, query: URLSearchParams): Promise<Reply> {
     const parsed = parsePublishQuery(query);
     if (isReply(parsed)) return parsed;
@@ -125,7 +125,7 @@ export class LmstfyApi {
   }
 
   /**
-   * §4.4 `GET /api/:ns/:q1[,q2…]?ttr&timeout&count`. PullClient.lease does the picking
+   * `GET /api/:ns/:q1[,q2…]?ttr&timeout&count`. PullClient.lease does the picking
    * (listed order among ready jobs, then the first to arrive anywhere); a client that
    * goes away ends the wait, and a job leased for it in that instant is handed back.
    */
@@ -164,7 +164,7 @@ export class LmstfyApi {
     return { status: 200, body: c.count === 1 ? shown[0] : shown };
   }
 
-  /** §4.5 `DELETE /api/:ns/:q/job/:id`: always 204. */
+  /** `DELETE /api/:ns/:q/job/:id`: always 204. */
   async ack(rq: string, jobId: string): Promise<Reply> {
     await this.ackQuietly(rq, jobId);
     return { status: 204 };
@@ -182,14 +182,14 @@ export class LmstfyApi {
     }
   }
 
-  /** §4.6 `GET /api/:ns/:q/peek`: the job the next consume would get, not consumed. */
+  /** `GET /api/:ns/:q/peek`: the job the next consume would get, not consumed. */
   async peekHead(ns: string, q: string): Promise<Reply> {
     const job = await this.client.peek(rqQueue(ns, q));
     if (!job) return fail(404, 'job not found');
     return { status: 200, body: jobObject(job, ns, q) };
   }
 
-  /** §4.7 `GET /api/:ns/:q/job/:id`: a job of this queue in any state but gone. */
+  /** `GET /api/:ns/:q/job/:id`: a job of this queue in any state but gone. */
   async peekJob(ns: string, q: string, jobId: string): Promise<Reply> {
     const ref = jobRef(jobId);
     const job = ref === undefined ? null : await this.client.peek(rqQueue(ns, q), ref);
@@ -197,31 +197,31 @@ export class LmstfyApi {
     return { status: 200, body: jobObject(job, ns, q) };
   }
 
-  /** §4.8 `GET /api/:ns/:q/size` (public): jobs ready now. */
+  /** `GET /api/:ns/:q/size` (public): jobs ready now. */
   async size(ns: string, q: string): Promise<Reply> {
     const stats = await this.client.stats(rqQueue(ns, q));
     return { status: 200, body: { namespace: ns, queue: q, size: stats.ready } };
   }
 
-  /** §4.9 `DELETE /api/:ns/:q`: every ready job goes; delayed, in-flight and dead ones stay. */
+  /** `DELETE /api/:ns/:q`: every ready job goes; delayed, in-flight and dead ones stay. */
   async destroy(rq: string): Promise<Reply> {
     await this.client.purgeReady(rq);
     return { status: 204 };
   }
 
-  /** §4.10 `GET /api/:ns/:q/deadletter`. */
+  /** `GET /api/:ns/:q/deadletter`. */
   async deadLetterInfo(ns: string, q: string): Promise<Reply> {
     const dl = await this.client.deadLetter(rqQueue(ns, q));
     return { status: 200, body: { namespace: ns, queue: q, deadletter_size: dl.size, deadletter_head: dl.head ? jobIdOf(dl.head) : '' } };
   }
 
-  /** §4.10 `GET /api/:ns/:q/deadletter/size` (public). */
+  /** `GET /api/:ns/:q/deadletter/size` (public). */
   async deadLetterSize(ns: string, q: string): Promise<Reply> {
     const dl = await this.client.deadLetter(rqQueue(ns, q));
     return { status: 200, body: { namespace: ns, queue: q, size: dl.size } };
   }
 
-  /** §4.10 `PUT /api/:ns/:q/deadletter?limit&ttl`: respawn the oldest dead jobs to the tail, with 1 try. */
+  /** `PUT /api/:ns/:q/deadletter?limit&ttl`: respawn the oldest dead jobs to the tail, with 1 try. */
   async respawn(rq: string, query: URLSearchParams): Promise<Reply> {
     const q = parseRespawnQuery(query);
     if (isReply(q)) return q;
@@ -229,7 +229,7 @@ export class LmstfyApi {
     return { status: 200, body: { msg: 'respawned', count } };
   }
 
-  /** §4.10 `DELETE /api/:ns/:q/deadletter?limit`: delete the oldest dead jobs for good. */
+  /** `DELETE /api/:ns/:q/deadletter?limit`: delete the oldest dead jobs for good. */
   async deleteDead(rq: string, query: URLSearchParams): Promise<Reply> {
     const q = parseDeleteDeadQuery(query);
     if (isReply(q)) return q;

@@ -12,7 +12,7 @@ import { isNamespace } from './lmstfy-wire.js';
 
 /** The section's keys, checked once at start. */
 export interface LmstfyConfig {
-  /** Check tokens (§2 step 3). */
+  /** Check tokens (false: the reference's dev mode `-sv`). */
   auth: boolean;
   /** config.json's tokens: namespace → tokens (without their `default:` pool). */
   preset: Map<string, Set<string>>;

@@ -1,5 +1,5 @@
 /**
- * lmstfy's per-token rate limits (§2 step 4, §6): the limiters the admin routes set, and
+ * lmstfy's per-token rate limits: the limiters the admin routes set, and
  * the counts they are checked against.
  *
  * A limiter `{"read":n,"write":n,"interval":s}` belongs to one token of one namespace: at

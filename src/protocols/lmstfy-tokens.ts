@@ -1,5 +1,5 @@
 /**
- * lmstfy's namespace tokens (spec/lmstfy.md §2 step 3, §6, §11 "namespace tokens"): the
+ * lmstfy's namespace tokens (see docs/doors/lmstfy.md): the
  * tokens of `protocols.lmstfy.tokens` in config.json, merged with the ones the admin
  * routes mint, which live in `config/lmstfy_tokens.json` so that they outlive the web
  * process. That file is this module's alone; it is written whole, durably (tmp, fsync,
@@ -20,7 +20,7 @@ import { isPlainObject } from '../domain/message.js';
 import { writeFileDurably } from '../store/atomic.js';
 import { SECRET_FILE_MODE } from '../store/secret-files.js';
 
-/** The one pool there is (§2 step 2). */
+/** The one pool there is (a token's `<pool>:` prefix defaults to it). */
 export const DEFAULT_POOL = 'default';
 
 /** Where the minted tokens are kept, under the install's config directory. */

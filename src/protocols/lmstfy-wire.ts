@@ -1,8 +1,8 @@
 /**
- * The lmstfy front door's wire rules (spec/lmstfy.md), as pure functions: the name
- * checks of §2, the queries of §4 (valibot schemas, whose messages are the spec's), the
- * job attributes of a publish's headers, the bulk body of §4.3 split into the raw JSON
- * text of its elements, the job object of §4, and the one table from RqError
+ * The lmstfy front door's wire rules (docs/doors/lmstfy.md), as pure functions: the name
+ * checks, the queries (valibot schemas, whose messages are lmstfy's), the
+ * job attributes of a publish's headers, the bulk body split into the raw JSON
+ * text of its elements, the job object, and the one table from RqError
  * codes to lmstfy's replies. Nothing here does I/O; the routes (lmstfy.ts) and handlers
  * (lmstfy-api.ts, lmstfy-admin.ts) call these and render.
  */
@@ -28,7 +28,7 @@ export interface Reply {
 
 export const fail = (status: number, error: string): Reply => ({ status, body: { error } });
 
-/** Spec §3: the limits. */
+/** lmstfy's limits. */
 export const LIMITS = {
   /** The longest namespace or queue name, in bytes. */
   nameBytes: 255,
@@ -42,7 +42,7 @@ export const LIMITS = {
   uint16: 65_535,
 } as const;
 
-/** Spec §3: the defaults, in seconds. */
+/** lmstfy's defaults, in seconds. */
 export const DEFAULTS = {
   ttlS: 86_400,
   delayS: 0,
@@ -56,24 +56,24 @@ export const DEFAULTS = {
 const NAME_RE = /^[-_A-Za-z0-9]+$/;
 const CONSUME_QUEUES_RE = /^[-_,A-Za-z0-9]+$/;
 
-/** The rq queue of an lmstfy queue (spec §11): `<namespace>.<queue>`. */
+/** The rq queue of an lmstfy queue: `<namespace>.<queue>`. */
 export const rqQueue = (namespace: string, queue: string): string => `${namespace}.${queue}`;
 
-/** Spec §2 step 1 for every /api route but consume: the first failing check's reply, or undefined. */
+/** The name checks of every /api route but consume: the first failing check's reply, or undefined. */
 export function checkNames(namespace: string, queue: string): Reply | undefined {
   if (Buffer.byteLength(namespace) > LIMITS.nameBytes || Buffer.byteLength(queue) > LIMITS.nameBytes) {
     return fail(400, 'namespace or queue name too long');
   }
   if (!NAME_RE.test(namespace)) return fail(400, 'namespace name contains forbidden characters');
   if (queue.startsWith('_') || !NAME_RE.test(queue)) return fail(400, 'queue name contains forbidden characters');
-  // Spec §11: the rq queue's name must fit the protocols' rule too.
+  // The rq queue's name must fit the protocols' rule too.
   if (rqQueue(namespace, queue).length > MAX_QUEUE_NAME || !isProtocolQueueName(rqQueue(namespace, queue))) {
     return fail(400, 'namespace or queue name too long');
   }
   return undefined;
 }
 
-/** Spec §2 step 1 for consume: the namespace as above, the queue part `^[-_,A-Za-z0-9]+$`. */
+/** The name checks of consume: the namespace as above, the queue part `^[-_,A-Za-z0-9]+$`. */
 export function checkConsumeNames(namespace: string, queues: string): Reply | undefined {
   if (Buffer.byteLength(namespace) > LIMITS.nameBytes) return fail(400, 'namespace or queue name too long');
   if (!NAME_RE.test(namespace)) return fail(400, 'namespace name contains forbidden characters');
@@ -81,7 +81,7 @@ export function checkConsumeNames(namespace: string, queues: string): Reply | un
   return undefined;
 }
 
-/** A namespace may carry tokens (§6) when it passes §2's namespace checks. */
+/** A namespace may carry tokens when it passes the /api namespace checks. */
 export function isNamespace(namespace: string): boolean {
   return Buffer.byteLength(namespace) <= LIMITS.nameBytes && NAME_RE.test(namespace);
 }
@@ -112,8 +112,8 @@ const intParam = (name: string, dflt: number, min: number) =>
   v.message(v.optional(v.pipe(v.string(), v.regex(/^[+-]?\d+$/), v.transform(Number), v.safeInteger(), v.minValue(min)), String(dflt)), `invalid ${name}`);
 
 /**
- * The publish query of §4.1 (also §4.2 and §4.3), in two steps so that its checks run in
- * the spec's order: `delay`, `ttl`, the two together, then `tries`.
+ * The publish query (also republish's and bulk's), in two steps so that its checks run in
+ * lmstfy's order: `delay`, `ttl`, the two together, then `tries`.
  */
 const PUBLISH_QUERY = v.pipe(
   v.looseObject({ delay: uintParam('delay', DEFAULTS.delayS, LIMITS.uint32), ttl: uintParam('ttl', DEFAULTS.ttlS, LIMITS.uint32) }),
@@ -172,14 +172,14 @@ export function parseJobAttributes(headers: NodeJS.Dict<string[]>): Record<strin
   return Object.keys(attributes).length === 0 ? undefined : attributes;
 }
 
-/** The consume query of §4.4, checked in the spec's order. */
+/** The consume query, checked in lmstfy's order. */
 const CONSUME_QUERY = v.object({
   ttr: uintParam('ttr', DEFAULTS.ttrS, LIMITS.uint32),
   timeout: uintParam('timeout', DEFAULTS.timeoutS, LIMITS.uint32),
   count: uintParam('count', 1, LIMITS.consumeCount, 1),
 });
 
-/** The consume query of §4.4; `queues` are the listed names, empty parts dropped, duplicates too. */
+/** The consume query; `queues` are the listed names, empty parts dropped, duplicates too. */
 export interface ConsumeQuery {
   ttrS: number;
   timeoutS: number;
@@ -195,7 +195,7 @@ export function parseConsumeQuery(query: URLSearchParams, queuePart: string): Co
   return { ttrS: q.ttr, timeoutS: q.timeout, count: q.count, queues };
 }
 
-/** The dead letter's queries of §4.10: how many jobs (`limit`), and a respawned job's `ttl` in seconds. */
+/** The dead letter's queries: how many jobs (`limit`), and a respawned job's `ttl` in seconds. */
 const RESPAWN_QUERY = v.object({ limit: intParam('limit', 1, 1), ttl: intParam('ttl', DEFAULTS.respawnTtlS, 0) });
 const DELETE_DEAD_QUERY = v.object({ limit: RESPAWN_QUERY.entries.limit });
 
@@ -217,7 +217,7 @@ export function jobRef(id: string): string | undefined {
   return isShortId(id) ? id : undefined;
 }
 
-/** The job object of §4 (without `msg`). `queue` is the lmstfy queue name it is shown under. */
+/** lmstfy's job object (without `msg`). `queue` is the lmstfy queue name it is shown under. */
 export interface JobObject {
   namespace: string;
   queue: string;
@@ -318,7 +318,7 @@ export function splitJsonArray(body: Buffer): Buffer[] | undefined {
 /**
  * The one table from RqError codes to lmstfy replies. Most codes can only come from a
  * bug or a broken install (this door checks its input before it calls), so they are the
- * spec's `500 {"error":"internal error"}`, and the detail goes to the log.
+ * lmstfy's `500 {"error":"internal error"}`, and the detail goes to the log.
  */
 export const ERROR_REPLIES = {
   RQ_NOT_FOUND: { status: 404, error: 'job not found' },

@@ -1,35 +1,35 @@
 /**
- * The lmstfy front door (spec/lmstfy.md): Meitu's HTTP task queue on rq's pull queues.
- * One listener serves the API (`/api/...`, §4) and the admin routes (`/token/...`,
- * `/info`, `/version`, `/pools`, §6 recommends them on the main listener). It keeps no
+ * The lmstfy front door (docs/doors/lmstfy.md): Meitu's HTTP task queue on rq's pull queues.
+ * One listener serves the API (`/api/...`) and the admin routes (`/token/...`,
+ * `/info`, `/version`, `/pools`, which lmstfy serves on a listener of their own). It keeps no
  * queue state: an lmstfy queue `<namespace>/<queue>` is the rq queue
- * `<namespace>.<queue>` (§11), every job is one rq message whose external id is the
+ * `<namespace>.<queue>`, every job is one rq message whose external id is the
  * job id (a ULID minted here), and every change is a PullClient call to the queue's
  * process, so a restart of the web process loses no job and no lease.
  *
- * Each /api request goes through §2 in order: the names, the token's pool, the token
- * (unless the route is public or `auth` is false), then the route's own checks, in the
- * order its table in the spec gives. Every reply carries `X-Request-ID: <fresh ULID>`.
+ * Each /api request goes through lmstfy's checks in order: the names, the token's pool, the token
+ * (unless the route is public or `auth` is false), then the route's own checks, in
+ * lmstfy's order. Every reply carries `X-Request-ID: <fresh ULID>`.
  *
  * Config (`protocols.lmstfy` in config.json, beside `port` and `addr`):
- * - `tokens`: `{"<namespace>": ["<token>", ...]}`, tokens registered at start (§6's
- *   recommendation); the admin routes add and remove more (lmstfy-tokens.ts). A
+ * - `tokens`: `{"<namespace>": ["<token>", ...]}`, tokens registered at start (so a
+ *   client needs no admin call first); the admin routes add and remove more (lmstfy-tokens.ts). A
  *   namespace with a token is closed to the other front doors too (door-access.ts).
  * - `auth`: false skips the token check (the reference's `-sv` dev mode). @default true
- * - `accounts`: `{"<user>": "<password>"}`, HTTP Basic auth on the admin routes marked †
- *   in §6 (the reference's `Accounts`), and on `/metrics` and `GET /accesslog`
+ * - `accounts`: `{"<user>": "<password>"}`, HTTP Basic auth on the admin routes that show
+ *   or change tokens (the reference's `Accounts`), and on `/metrics` and `GET /accesslog`
  *   (lmstfy-admin.ts). @default
  *   none: the token, limiter and access-log switch routes are off (403), unless `auth` is
  *   false, when they are open. `/version`, `/info` and `/pools` are always open: they
  *   show no token and nothing of any namespace.
  * - `access_log`: log every /api request from the start (lmstfy-access-log.ts). @default false
  *
- * After the token, §2 step 4: publish and bulk publish take a unit of the token's `write`
+ * After the token, the rate limit: publish and bulk publish take a unit of the token's `write`
  * limit, consume one of its `read` limit (lmstfy-limits.ts), or get a 429; one that then
  * fails hands it back. Publish, consume and ack are measured for `/metrics`
  * (lmstfy-metrics.ts), and every /api request goes to the access log when it is on.
  *
- * Before §2, the browser rules of lib/http-listener.ts: a browser's request that does not
+ * Before those checks, the browser rules of lib/http-listener.ts: a browser's request that does not
  * call this door by one of the install's host names is a 421, and one from another site's
  * page a 403, whatever its method.
  *
@@ -56,7 +56,7 @@ import type { ProtocolContext } from './context.js';
 
 const NOT_FOUND = fail(404, 'api not found');
 
-/** The limit each limited route takes from (§2 step 4); republish has none. */
+/** The limit each limited route takes from; republish has none. */
 const LIMITED: Partial<Record<Op, LimitKind>> = { publish: 'write', bulk_publish: 'write', consume: 'read' };
 /** The success of a limited request: any other reply hands its unit back. */
 const SUCCESS: Record<LimitKind, number> = { write: 201, read: 200 };
@@ -83,7 +83,7 @@ export function lmstfyServer(ctx: ProtocolContext): http.Server {
   }, timeouts);
 }
 
-/** A route: its handler, whether it skips the token check (§2 "public routes"), and what it is for the limits and the metrics. */
+/** A route: its handler, whether it skips the token check (lmstfy's public routes), and what it is for the limits and the metrics. */
 interface ApiRoute {
   handle: () => Promise<Reply | undefined>;
   isPublic?: boolean;
@@ -122,7 +122,7 @@ class LmstfyDoor {
     if (isApi) this.state.accessLog.record(req, res, url.pathname, segs[1], reply?.status ?? CLIENT_GONE, startedMs);
   }
 
-  // ---- /api (§4) ----------------------------------------------------------------
+  // ---- /api ---------------------------------------------------------------------
 
   private async api(req: http.IncomingMessage, res: http.ServerResponse, segs: string[], query: URLSearchParams, startedMs: number): Promise<Reply | undefined> {
     const route = this.apiRoute(req, res, segs, query);
@@ -144,7 +144,7 @@ class LmstfyDoor {
   }
 
   /**
-   * §2 step 4: a 429 when the token's `kind` limit has no unit left in its window, else
+   * The rate limit: a 429 when the token's `kind` limit has no unit left in its window, else
    * the handler's reply; one that is not the route's success hands its unit back.
    */
   private async limited(req: http.IncomingMessage, handle: ApiRoute['handle'], ns: string, token: string, kind: LimitKind | undefined): Promise<Reply | undefined> {

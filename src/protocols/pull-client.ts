@@ -1,5 +1,5 @@
 /**
- * The pull front doors' one way to the queues (ARCHITECTURE.md "Two kinds of worker"):
+ * The pull front doors' one way to the queues (docs/pull-queues.md):
  * the queue processes' pull commands through the typed client (client/queue-client.ts).
  * Front doors hold no queue state; they parse, call this, and render.
  *

@@ -1,13 +1,13 @@
 /**
- * The RQMS front door (spec/rqms.md): an SQS-like HTTP queue in front of rq's pull
- * commands. Routes (§4):
+ * The RQMS front door (docs/doors/rqms.md): an SQS-like HTTP queue in front of rq's pull
+ * commands. Routes:
  *
  *   GET    /<queue>?count=<n>&time=<s>   fetch and lock      200 {"items":[{ticket,value}…]}
  *   POST   /<queue>?id=<id>   <json>     add an item         201 | 409 the id is taken
  *   PUT    /<queue>/<name>    <json>     set (upsert) one    201, lock cleared, old tickets stale
  *   DELETE /<queue>           <ticket>   finish an item      200 | 409 stale | 404 gone
  *
- * Mapping (§10): the queue is the rq queue of that name (made on first write); an item is
+ * Mapping: the queue is the rq queue of that name (made on first write); an item is
  * a message whose external id is the item id, whose `attach/payload` is the JSON text as
  * posted, and which never gives up (max_count 0). Fetch order is the id's bytes: every
  * item has rank 0 and the hex of its id's UTF-8 bytes as sort key, and hex strings
@@ -62,7 +62,7 @@ const MAX_ID_BYTES = 1024;
 const MAX_TTR_MS = 100 * 365 * 24 * 3600 * 1000;
 const STATUS_DELETED = 'deleted via rqms';
 
-/** The reference server's phrases (§4). */
+/** The reference server's phrases. */
 const PHRASE = {
   posted: 'It shall be done.',
   set: 'Well spoken.',
@@ -73,7 +73,7 @@ const PHRASE = {
   badMethod: 'Kindly stop spinning about me.',
 } as const;
 
-/** A 500's phrase by method (§4.5); GET answers the watchdog's JSON. */
+/** A 500's phrase by method; GET answers the watchdog's JSON. */
 const FAILED: Record<string, string | undefined> = {
   POST: 'Dear me!',
   PUT: "I'm afraid that didn't work.",
@@ -82,7 +82,7 @@ const FAILED: Record<string, string | undefined> = {
 const INTERNAL_ERROR_JSON = JSON.stringify({ error: true, message: 'Internal error processing request' });
 
 /** Every RqError's reply: its status, and its phrase (null: the method's 500 phrase; the detail is logged, not sent). */
-const REPLIES = {
+export const REPLIES = {
   RQ_BAD_REQUEST: { status: 400, phrase: PHRASE.badTicket },
   RQ_BAD_MESSAGE: { status: 400, phrase: PHRASE.badValue },
   RQ_NOT_FOUND: { status: 404, phrase: 'I regret to say there is no such item.' },
@@ -203,7 +203,7 @@ async function readItemBody(r: Incoming): Promise<Buffer> {
   }
 }
 
-/** Strict UTF-8 that keeps a BOM, so a body starting with one is not JSON (RFC 8259 §8.1). */
+/** Strict UTF-8 that keeps a BOM, so a body starting with one is not JSON (RFC 8259 forbids the BOM). */
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** The body's JSON text, or undefined when it is not UTF-8 JSON. */
@@ -251,7 +251,7 @@ function checkQueue(name: string): string {
   return name;
 }
 
-/** An item id or name (§1): non-empty, at most 1024 bytes, not beginning with `_`. */
+/** An item id or name: non-empty, at most 1024 bytes, not beginning with `_`. */
 function checkItemId(id: string | undefined, what: string): string {
   if (id === undefined || id === '') throw refuse('RQ_BAD_REQUEST', `An item needs ${what}.`);
   if (id.startsWith('_')) throw refuse('RQ_BAD_REQUEST', `${JSON.stringify(id)} will not do: an item id may not begin with "_".`);
@@ -302,7 +302,7 @@ function itemJson(queue: string, job: PulledJob): string {
 const SECONDS_RE = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
 /**
- * The fetch query (§4.1): `count`, a whole number of at least 1 (clamped to MAX_COUNT),
+ * The fetch query: `count`, a whole number of at least 1 (clamped to MAX_COUNT),
  * default 1; `time`, decimal seconds, default 10, as a TTR in ms (≤ 0 is a lock that has
  * already run out: TTR 0). A message is what the field must be.
  */
@@ -318,7 +318,7 @@ const FETCH_QUERY = v.object({
   ),
 });
 
-/** A ticket (§4.4): `[id, rev]`, as the fetch gave it. */
+/** A ticket: `[id, rev]`, as the fetch gave it. */
 const TICKET = v.strictTuple([v.pipe(v.string(), v.nonEmpty()), v.string()]);
 
 /** `value` checked by `schema`, or RQ_BAD_REQUEST worded by `say` from its first problem. */

@@ -1,5 +1,5 @@
 /**
- * Making messages (spec/rq.md §2.2): a new message straight into `que` or into `prep`, and
+ * Making messages: a new message straight into `que` or into `prep`, and
  * the commit of a prep message into `que`. The create commands, cron, the pull model's
  * publish and clone all make their messages here, so each is counted and listed once.
  */
@@ -20,7 +20,7 @@ export async function makeMessage(s: QueueState, build: (shortId: string) => Mes
   return msg;
 }
 
-/** create_message / prep_message (spec/rq.md §2.2); `allocated` is told the new id before the commit. Returns the full id. */
+/** create_message / prep_message; `allocated` is told the new id before the commit. Returns the full id. */
 export async function createMessage(s: QueueState, input: MessageInput, to: 'que' | 'prep', allocated?: Allocated): Promise<string> {
   if (!('dest' in input)) throw new RqError('RQ_BAD_MESSAGE', 'input missing required "dest" parameter');
   const msg = await makeMessage(s, (id) => buildMessage(input, id, fullIdOf(s, id), nowSec()), to, allocated ? { allocated } : {});

@@ -1,5 +1,5 @@
 /**
- * Cron schedules (spec/rq.md §4.5): one queue's `schedule` entries, when each fires next,
+ * Cron schedules (docs/cron.md): one queue's `schedule` entries, when each fires next,
  * and the record of when each last fired.
  *
  * RQ's rule is kept: while the queue is UP, an entry whose next time is less than 60 s
@@ -41,7 +41,7 @@ export interface ScheduleStatus extends ScheduleEntry {
   error?: string;
 }
 
-/** The window before a due time in which its message is created (§4.5). */
+/** The window before a due time in which its message is created: up to a minute early, as in RQ. */
 const WINDOW_MS = 60_000;
 /** Timers never wait longer than this, so a changed system clock is noticed. */
 const MAX_WAIT_MS = 60_000;
@@ -223,7 +223,7 @@ export class CronSchedule {
         live.expr = compileCron(entry.cron);
       } catch (e) {
         live.error = `schedule entry ${i + 1} (${JSON.stringify(entry.cron)}): ${coerceError(e).message}`;
-        this.d.log.error({ queue: this.d.queue, entry: i + 1, cron: entry.cron, err: live.error }, 'invalid schedule entry skipped');
+        this.d.log.error({ entry: i + 1, cron: entry.cron, err: live.error }, 'invalid schedule entry skipped');
       }
       return live;
     });
@@ -256,7 +256,7 @@ export class CronSchedule {
     this.firing = this.fireDue()
       .catch((e: unknown) => {
         this.failed = true;
-        this.d.log.error({ queue: this.d.queue, err: coerceError(e).message }, 'cron fire failed; retrying in 5 s');
+        this.d.log.error({ err: coerceError(e).message }, 'cron fire failed; retrying in 5 s');
       })
       .finally(() => {
         this.firing = undefined;

@@ -1,6 +1,6 @@
 /**
  * Dispatch of a script queue: pump → spawn → exit → move. The scheduler pass fills every
- * free slot with the first ready message no running message blocks (spec/rq.md §2.4),
+ * free slot with the first ready message no running message blocks (`blocking_params`),
  * claims it (que → run), holds its coalesced duplicates aside, and asks the spawner for
  * its worker. Dispatch happens straight from the event that frees a slot or makes a
  * message ready (a commit, a worker's exit, a due timer, a flag change: `nudge`); the 1 s
@@ -37,7 +37,7 @@ function liveWorkers(s: QueueState): number {
 }
 
 /**
- * The scheduler pass (spec/rq.md §2.4), filling every free slot: a waiting message
+ * The scheduler pass, filling every free slot: a waiting message
  * starts when it is due, a slot is free, and no running message has its blocking key.
  */
 export function pump(s: QueueState): void {
@@ -56,7 +56,7 @@ export function pump(s: QueueState): void {
   if (next !== undefined) armDueTimer(s, next);
 }
 
-/** The first ready message no running message blocks (spec/rq.md §2.4 blocking params). */
+/** The first ready message no running message blocks (`blocking_params`). */
 function candidate(s: QueueState): QueEntry | undefined {
   const blocking = s.config.blocking_params;
   if (blocking.length === 0) return s.que.head();
@@ -66,7 +66,7 @@ function candidate(s: QueueState): QueEntry | undefined {
   return undefined;
 }
 
-/** que → run, coalesce, spawn (spec/rq.md §2.5). */
+/** que → run, coalesce, spawn. */
 function startRun(s: QueueState, entry: QueEntry): void {
   const { store, log } = s;
   s.que.remove(entry.id);

@@ -1,7 +1,7 @@
 /**
  * The end of a script's run: the move out of `run` to the outcome's state (done,
  * relayed, err, or back to que for a resend), with the coalesced duplicates the run held
- * aside (spec/rq.md §2.6, §2.9), and the post-run webhooks. And the full disk: a finish
+ * aside (`coalesce_params`), and the post-run webhooks. And the full disk: a finish
  * whose move the disk refuses keeps its outcome in memory, and while the disk is full no
  * run starts; every second the finishes and the starts are tried again, until they work.
  */
@@ -18,7 +18,7 @@ import { fullIdOf, isPull, nowSec, type QueueState, type RunEntry } from './stat
 /** While the disk is full, the runs it held back are tried again this often (see noteNoSpace). */
 const NO_SPACE_RETRY_MS = 1_000;
 
-/** Move a finished run to its next state, with its held-aside duplicates (§2.6, §2.9), under their locks. */
+/** Move a finished run to its next state, with its held-aside duplicates, under their locks. */
 export function finishRun(s: QueueState, run: RunEntry, outcome: RunOutcome): Promise<void> {
   const dups = s.held.get(run.id) ?? [];
   return s.locks.exclusive([run.id, ...dups.map((d) => d.id)], () => moveFinished(s, run, outcome));
@@ -100,7 +100,7 @@ export function releaseHeld(s: QueueState, id: string): void {
 }
 
 /**
- * Post-run webhooks (spec/rq.md §9.1): at a final state, one message per URL of a
+ * Post-run webhooks (docs/webhooks.md): at a final state, one message per URL of a
  * `post_run_webhook` array, created in the local `webhook` queue. The payload is the
  * message with its full id and final state. A missing or refusing `webhook` queue is
  * logged; the run's own move has already been committed either way. Each webhook message

@@ -1,5 +1,5 @@
 /**
- * The admin flags of a queue (spec/rq.md §1.11): `<queue>.down` and `<queue>.pause` in the
+ * The admin flags of a queue (PAUSE, DOWN): `<queue>.down` and `<queue>.pause` in the
  * config directory. They are re-read by the `status` and `stats` commands, the flag files'
  * watch (hints.ts), the 1 s tick and a worker's exit; the DOWN check of every other command
  * uses the value last read.

@@ -17,7 +17,7 @@
  * time in their ids (the store lists them in that order), err by the time each entered
  * err (its directory's ctime, store `enteredAt`), so err is listed, then sorted.
  *
- * Deleting is spread over time (ARCHITECTURE.md: after some 20,000 deletions, creating
+ * Deleting is spread over time (measured: after some 20,000 deletions, creating
  * files on this ext4 is much slower for minutes): at most BATCH_MESSAGES messages are
  * taken, their trash deleted, the minute/hour/day directories they emptied removed, and
  * the next batch waits BATCH_PAUSE_MS, so a clean deletes at most 5,000 messages a

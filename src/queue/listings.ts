@@ -14,7 +14,7 @@ import type { QueueState, RunEntry } from './state.js';
 
 /** A search lets other events in after this many file reads. */
 const SEARCH_READS_PER_TURN = 256;
-/** The order in which `search` visits the states: RQ's (spec/rq.md §7.3). */
+/** The order in which `search` visits the states: RQ's. */
 const SEARCH_ORDER: readonly State[] = ['prep', 'que', 'run', 'err', 'done', 'relayed'];
 /** The fields of a read view where `search` looks for its free text. */
 const TEXT_FIELDS: readonly string[] = ['msg_id', ...PARAM_KEYS, 'status'];
@@ -76,7 +76,7 @@ function entryField(known: QueEntry | FinishedRecord, field: string): unknown {
 }
 
 /**
- * RQ's search match (spec/rq.md §7.3). Exact: equal to the text (Ruby's `==`, so a
+ * RQ's search match. Exact: equal to the text (Ruby's `==`, so a
  * number or null never equals it). Otherwise: present and not null, and containing the
  * text. RQ answered 500 for a substring query on a non-string field; here a non-string
  * is matched on its JSON text (`"due": 1795238778` contains `"1795"`).
@@ -88,7 +88,7 @@ function fieldMatches(value: unknown, text: string, exact: boolean): boolean {
 }
 
 /**
- * The `messages` reply for a state (spec/rq.md §5.2), from `offset` on, at most
+ * The `messages` reply for a state, from `offset` on, at most
  * `limit` entries. A paged call (`withStatus`) adds each message's status text.
  */
 export function messages(s: QueueState, state: State, offset: number, limit: number, withStatus: boolean): ListingRow[] {
@@ -157,7 +157,7 @@ function listingRow(s: QueueState, state: State, { id, entry, run }: Listed): Li
 }
 
 /**
- * search (RQ's `GET /search`, spec/rq.md §7.3): the read views of the messages that
+ * search (RQ's `GET /search`): the read views of the messages that
  * match every query pair (see fieldMatches) and, given a free text, hold it in their id,
  * a param or their status text; visiting the states in SEARCH_ORDER, each in its
  * `messages` order; `offset` matches are skipped, then at most `limit` kept. Views carry

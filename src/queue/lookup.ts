@@ -1,6 +1,6 @@
 /**
- * Lookups of one message: where it is (spec/rq.md §2.1 lookup order), its status text and
- * its read view (spec/rq.md §1.10), as `get_message`, `get_message_state` and
+ * Lookups of one message: where it is (RQ's lookup order: prep, que, run, done, relayed,
+ * err), its status text and its read view, as `get_message`, `get_message_state` and
  * `get_message_status` answer them. prep and run are known from memory, the other states
  * from their directories. A lookup waits until no command is changing the message (its
  * lock, message-locks.ts) and reads in that same turn.
@@ -19,14 +19,14 @@ export interface MessageView extends Message {
   _attachments?: Record<string, { md5: string; size: number; path: string }>;
 }
 
-/** Where a message is (spec/rq.md §2.1 lookup order), or undefined. */
+/** Where a message is (RQ's lookup order), or undefined. */
 export function stateOf(s: QueueState, id: string): State | undefined {
   if (!isSafeId(id)) return undefined;
   const { store } = s;
   if (s.prep.includes(id)) return 'prep';
   if (store.exists('que', id)) return 'que';
   if (s.run.has(id)) return 'run';
-  // A hashed lookup needs the id pattern: its path is derived from it (spec/rq.md §1.8).
+  // A hashed lookup needs the id pattern: its path is derived from it (done/YYYYMMDD/HH/MM/<id>).
   if (isShortId(id) && store.exists('done', id)) return 'done';
   if (isShortId(id) && store.exists('relayed', id)) return 'relayed';
   if (store.exists('err', id)) return 'err';
@@ -45,7 +45,7 @@ export function find(s: QueueState, id: string): State {
   return state;
 }
 
-/** Where a message is once no command is changing it (spec/rq.md §2.1). */
+/** Where a message is once no command is changing it. */
 export async function stateNow(s: QueueState, id: string): Promise<State | undefined> {
   await s.locks.settled(id);
   return stateOf(s, id);
@@ -58,7 +58,7 @@ export function statusText(s: QueueState, state: State, id: string): string {
   return st === undefined ? state : `${state} - ${st.job_status ?? ''}`;
 }
 
-/** The read view without attachments (spec/rq.md §1.10). */
+/** The read view without attachments: the stored message, its path, state and status text. */
 export function viewOf(s: QueueState, state: State, id: string, msg: Message, status: string): MessageView {
   return { ...msg, path: s.layout.displayPath(state, id), status, state };
 }

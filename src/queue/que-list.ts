@@ -13,7 +13,7 @@
  * prefix is large). Other inserts and removals are a binary search plus a splice.
  * Lookup by id is a Map. Listing order (`messages`, paging) is ready, then delayed.
  *
- * It also keeps an index by coalescing key (spec/rq.md §2.9) so that starting a
+ * It also keeps an index by coalescing key (`coalesce_params`) so that starting a
  * message finds its duplicates without scanning the whole list. A big param is keyed by
  * its digest (que-index.ts BigParam), so the keys stay small too.
  */

@@ -41,7 +41,7 @@ import { Timetable } from './timetable.js';
 import { adoptLease, endLeaseLater, expire, loadPullTimers } from './timers.js';
 import { wake } from './waiters.js';
 
-/** Admin flags are re-read at least this often (spec/rq.md §2.4: every 5 s). */
+/** Admin flags are re-read at least this often (RQ: every 5 s). */
 const TICK_MS = 1_000;
 
 /** What the queue process gives its queue. */

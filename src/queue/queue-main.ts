@@ -7,7 +7,7 @@
  * its supervisor (parent-link.ts), whenever that happens, even while it starts. SIGHUP
  * reads its config again. Queues without a script of their own are served together by
  * host processes (host-main.ts) instead.
- * Workers are never signalled on exit (spec/rq.md §4.3): they outlive a restart, and
+ * Workers are never signalled on exit (as in RQ): they outlive a restart, and
  * recovery waits for them.
  *
  * The lock makes this the queue's one writer: a second process for the queue waits while

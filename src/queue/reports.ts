@@ -1,5 +1,5 @@
 /**
- * A running script's reports on its status pipe (spec/rq.md §3.4): each line is the run's
+ * A running script's reports on its status pipe (docs/scripts.md, "The pipe protocol"): each line is the run's
  * status (written to its `status` file at most every STATUS_WRITE_MS; the last line is
  * always written, durably, with the move out of `run`), a `resend` changes the message's
  * due time and count, the first completion decides the outcome, and a `dup` copies the
@@ -52,7 +52,7 @@ function writeRunStatus(s: QueueState, run: RunEntry): void {
 }
 
 /**
- * A worker's `dup <delay>-<flag>-<destination>` (spec/rq.md §3.4): a copy of the running
+ * A worker's `dup <delay>-<flag>-<destination>`: a copy of the running
  * message, with its attachments, in another queue (or `relay` for a URL). Answered
  * with `ok <full id>` or `fail <reason>`. Dup to this same queue is served in-process.
  */

@@ -1,6 +1,6 @@
 /**
  * A set of message ids kept sorted (string order, as RQ sorted names), for the `err`
- * state of a queue process: the `messages` listing is newest first (spec/rq.md §5.2), so
+ * state of a queue process: the `messages` listing is newest first, so
  * a page at offset 50,000 of 100,000 ids is a slice, never a sort per request. Adding or
  * removing one id is a binary search plus a splice (a memmove: 100,000 ids move in well
  * under a millisecond); a bulk load sorts once. Also the one binary search of the sorted

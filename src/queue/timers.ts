@@ -56,7 +56,7 @@ function leaseNotEnded(s: QueueState, id: string, e: unknown): void {
 }
 
 /**
- * The lazy check (spec/rqms.md §10): a lease whose end has come is ended before a lease
+ * The lazy check: a lease whose end has come is ended before a lease
  * looks for ready messages, so a message is there again from the very instant its lease
  * runs out, not only once its timer's commit is done.
  */

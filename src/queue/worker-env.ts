@@ -1,5 +1,5 @@
 /**
- * The environment a queue's script starts with (spec/rq.md §3.2): the queue process's own
+ * The environment a queue's script starts with (docs/scripts.md, "Environment"): the queue process's own
  * (less RUBYOPT and UV_THREADPOOL_SIZE) plus the queue's `env_vars`, built once per config,
  * then the `RQ_*` variables of the message.
  */
@@ -21,7 +21,7 @@ function baseEnv(s: QueueState): NodeJS.ProcessEnv {
   return env;
 }
 
-/** The worker's environment for a message (spec/rq.md §3.2). */
+/** The worker's environment for a message. */
 export function workerEnv(s: QueueState, msg: Message, realScript: string): NodeJS.ProcessEnv {
   const { host, layout } = s;
   const env: NodeJS.ProcessEnv = { ...(s.dispatch.baseEnv ??= baseEnv(s)) };
@@ -46,7 +46,7 @@ export function workerEnv(s: QueueState, msg: Message, realScript: string): Node
     RQ_COUNT: String(msg.count ?? 0),
   });
   // Linux refuses to exec with one variable of 128 KiB or more (E2BIG): such a param is
-  // given as '' and the script reads it from `../msg` (README: Writing a queue script).
+  // given as '' and the script reads it from `../msg` (docs/scripts.md, "Environment").
   for (const [i, key] of PARAM_KEYS.entries()) {
     const name = `RQ_PARAM${i + 1}`;
     const text = fieldText(msg[key]);

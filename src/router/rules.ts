@@ -1,5 +1,5 @@
 /**
- * The router's rules (spec/rq.md §9.3) in rq's own format: `config/rq_router_rules.json`,
+ * The router's rules (docs/router.md) in rq's own format: `config/rq_router_rules.json`,
  * a JSON array of rules tried in order. This module owns that format: parsing with strict
  * validation (every mistake is an RqError `RQ_CONFIG` that names the rule and the field;
  * RQ silently ignored a statement it could not use), matching a message to its rule,
@@ -24,16 +24,16 @@ import { RqError } from '../domain/errors.js';
 import { isPlainObject } from '../domain/message.js';
 import { isValidQueueName } from '../domain/names.js';
 
-/** The rules file, in the install root's `config/`. While it exists the web is in router mode (§7.6). */
+/** The rules file, in the install root's `config/`. While it exists the web is in router mode. */
 export const RULES_FILE_NAME = 'rq_router_rules.json';
 /** RQ's rules file, which rq does not read. */
 const RUBY_RULES_FILE_NAME = 'rq_router_rules.rb';
-const RUBY_RULES_NOT_READ = `RQ's Ruby rules are not read; rq's rules are JSON in config/${RULES_FILE_NAME} (README: The router)`;
+const RUBY_RULES_NOT_READ = `RQ's Ruby rules are not read; rq's rules are JSON in config/${RULES_FILE_NAME} (docs/router.md)`;
 
 const ACTIONS = ['relay', 'balance', 'done', 'err'] as const;
 type Action = (typeof ACTIONS)[number];
 
-/** The router gives up on a message after this long (§9.3 step 2). */
+/** The router gives up on a message after this long, as RQ's did. */
 export const ROUTER_LIMIT_SECS = 60;
 /**
  * The longest `delay`, well inside ROUTER_LIMIT_SECS: a relay action that the limit cut

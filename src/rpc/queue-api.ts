@@ -33,7 +33,7 @@ export interface MsgIdArg {
 
 /** The flag files' status: DOWN wins over PAUSE. */
 export type AdminStatus = 'UP' | 'PAUSE' | 'DOWN';
-/** The status `status` answers (spec/rq.md §1.11): SCRIPTERROR when the script cannot run, else the admin status. */
+/** The status `status` answers: SCRIPTERROR when the script cannot run, else the admin status (UP, PAUSE or DOWN). */
 export type QueueStatusText = AdminStatus | 'SCRIPTERROR';
 /** How many messages each state holds. */
 export type Counts = Record<State, number>;
@@ -117,7 +117,7 @@ export interface RowsReply {
   rows: ListRow[];
 }
 
-/** A message's read view (spec/rq.md §1.10): the stored message, where it is, its status text and (get_message only) its attachments. */
+/** A message's read view: the stored message, where it is, its status text and (get_message only) its attachments. */
 export interface MessageView extends Message {
   path: string;
   state: State;
@@ -173,7 +173,7 @@ export interface StatsCounters {
 /** The `stats` reply: the dashboard's whole view of a queue in one answer. */
 export interface QueueStatus extends StatsCounters {
   pid: number;
-  /** The combined status (§1.11). */
+  /** The combined status: SCRIPTERROR, else the admin status. */
   status: QueueStatusText;
   /** The flag files alone. */
   admin: AdminStatus;

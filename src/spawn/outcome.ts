@@ -1,5 +1,5 @@
 /**
- * How a run ends (the README's "Writing a queue script", its exit-status table): the worker's exit and its **first**
+ * How a run ends (docs/scripts.md, "Exit status"): the worker's exit and its **first**
  * completion report decide the message's next state, once, in this table.
  *
  * | exit            | first completion        | next state                                  |

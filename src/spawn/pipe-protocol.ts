@@ -1,6 +1,6 @@
 /**
- * The worker → rq line protocol on fd 3 (the README's "Writing a
- * queue script"). A closed vocabulary: each line parses into one `WorkerReport`.
+ * The worker → rq line protocol on fd 3 (docs/scripts.md, "The pipe
+ * protocol"). A closed vocabulary: each line parses into one `WorkerReport`.
  *
  * RQ's rule for anything else is written here once: an unrecognised line (including
  * `fail`, which is not `fails`) is progress. Every line, recognised or not, becomes the

@@ -1,6 +1,6 @@
 /**
- * Spawning a queue script for one message (the README's "Writing a queue
- * script": its environment and pipes) and watching it.
+ * Spawning a queue script for one message (docs/scripts.md: its environment
+ * and pipes) and watching it.
  *
  * The command is `exec_prefix` (default `bash -lc`, `""` for none) plus the script's real
  * path, run the way Ruby's `exec(string)` runs a string: through `/bin/sh -c` when it has

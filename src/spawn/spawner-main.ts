@@ -11,7 +11,7 @@
  * When the channel closes (the queue process has exited or died) the spawner exits too,
  * even if that happened while it was still starting (parent-link.ts).
  * Its workers are never signalled: they run in their own process groups and outlive it,
- * and the queue's recovery waits for them as after any restart (the README's "Under faults").
+ * and the queue's recovery waits for them as after any restart (docs/faults.md).
  */
 import fs from 'node:fs';
 import { coerceError, errnoCode, isNoSpace } from '../domain/errors.js';

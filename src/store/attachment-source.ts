@@ -1,5 +1,5 @@
 /**
- * The checks a file must pass before it is attached to a message (spec/rq.md §2.10), with
+ * The checks a file must pass before it is attached to a message, with
  * RQ's texts: it exists, is not a directory, is readable, and is a regular file. The queue
  * process runs them on `attach_message`; `bin/rq attachmesg` runs them first, as RQ's
  * CLI did. Light on purpose: the CLI imports it.

@@ -1,5 +1,5 @@
 /**
- * A message's attachments as they lie in its `attach/` directory (spec/rq.md §2.10): which
+ * A message's attachments as they lie in its `attach/` directory: which
  * files count, their md5, and the writes of `attach_message` and `delete_attach_message`.
  * One rule for every reader (get_message, clone, a worker's `dup`, the relay, the pull
  * model's payload and result): an attachment is a regular file whose name does not start

@@ -1,5 +1,5 @@
 /**
- * Listing a state's messages. done and relayed are hashed trees (spec/rq.md §1.8):
+ * Listing a state's messages. done and relayed are hashed trees (docs/layout.md):
  * `<day>/<hour>/<minute>/<id>`, walked newest first or oldest first, a directory listed
  * only when the walk reaches it. prep, que, run and err are flat; a name starting with
  * `_` or `.` in them is a temp name, not a message.

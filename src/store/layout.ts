@@ -1,5 +1,5 @@
 /**
- * Paths of an install root (ARCHITECTURE.md "The install root"). Queues live in the
+ * Paths of an install root (docs/layout.md). Queues live in the
  * real directory `queues/`; `queue -> queues` is kept for RQ compatibility, and every
  * path RQ shows to users (`path` of a message, attachment paths, `RQ_MSG_DIR`) goes
  * through `queue/`, as RQ's did. Nothing here touches the disk except `ensureQueueDirs`.
@@ -21,7 +21,7 @@ export interface RootLayout {
   configDir: string;
   mainConfig: string;
   queuesDir: string;
-  /** rq-mgr's pid file and RPC socket (spec/rq.md §1.3). */
+  /** rq-mgr's pid file and RPC socket (`config/queuemgr.pid`, `config/queuemgr.sock`). */
   mgrPidFile: string;
   mgrSocket: string;
   /** The key that makes the names of the root's locks secret (process-lock.ts). */
@@ -70,7 +70,7 @@ export interface QueueLayout {
   downFlag: string;
   pauseFlag: string;
   stateDir(state: State): string;
-  /** Directory of a message; done/relayed are hashed (spec/rq.md §1.8). */
+  /** Directory of a message; done/relayed are hashed by the id's time (`YYYYMMDD/HH/MM/<id>`). */
   msgDir(state: State, id: string): string;
   /** The same, as RQ shows it: relative to the root, through `queue/`. */
   displayPath(state: State, id: string): string;

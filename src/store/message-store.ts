@@ -104,7 +104,7 @@ export interface MessageStore extends AttachmentStore, RunFiles {
   /** The ids in `prep`, once the half-made allocations (`prep/_*`) a crash left are removed. */
   sweepPrep(): string[];
   /**
-   * Ids in a hashed state, newest first (spec/rq.md §1.8), from the `offset`th on, read
+   * Ids in a hashed state, newest first, from the `offset`th on, read
    * lazily: a directory is listed when the walk reaches it, and a skipped minute
    * directory is only counted, never sorted.
    */

@@ -1,7 +1,7 @@
 /**
  * rq-mgr's restart policy: the record it keeps of each queue process (what its death is
  * to lead to, and how often it died), the backoff before a restart, and the limit past
- * which a queue is given up (the README's "rq-mgr: `bin/rq-mgr`"). The web process is
+ * which a queue is given up (docs/processes.md). The web process is
  * restarted with the same backoff, and never given up.
  */
 

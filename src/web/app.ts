@@ -1,7 +1,7 @@
 /**
- * The web application (web-main.ts listens). It assembles the pipeline of spec/rq.md
- * §7.1 (pipeline.ts), the body parsers, static files, the route modules in the order
- * §7.2 needs (literal queue routes before `/q/:name/:msg_id`), and the one error
+ * The web application (web-main.ts listens). It assembles the request pipeline
+ * (pipeline.ts), the body parsers, static files, the route modules in the order
+ * routing needs (literal queue routes before `/q/:name/:msg_id`), and the one error
  * handler: RqError → status and reason through web-errors.ts, body-parser failures and
  * path parameters that are not percent-encoded UTF-8 → clear 4xx, anything else → 500,
  * logged. The reply is `["fail", reason]` for a `.json` route or `x_format=json`; else
@@ -39,7 +39,7 @@ import { bodyOf, reasonOf, statusOf, webError } from './web-errors.js';
 
 /**
  * urlencoded and JSON bodies are held in memory up to this; RPC payloads must stay
- * < 100 MB (§10.3). All bodies together are held within the body budget (budgeted).
+ * < 100 MB (the RPC frame's 8-digit length). All bodies together are held within the body budget (budgeted).
  */
 const BODY_LIMIT = 64 * 1024 * 1024;
 

@@ -1,8 +1,8 @@
 /**
  * The web process's only way to change or ask anything: RPC to rq-mgr's socket and to
- * the queues' sockets (ARCHITECTURE.md: the web never renames or writes message files).
+ * the queues' sockets (the web never renames or writes message files: the queue process owns them).
  * It also owns the questions answered from the disk without a process: does a queue
- * exist, which process is rq-mgr, is the host in router mode (spec/rq.md §7.6). Queue
+ * exist, which process is rq-mgr, is the host in router mode (docs/router.md). Queue
  * names are checked here, before any path is built from them.
  *
  * Two ways to ask, through the typed clients: `probe` answers undefined when there is no
@@ -35,7 +35,7 @@ export interface Gateway {
   queues: QueueClient;
   /** rq-mgr's RPC; its `probe` answers undefined when rq-mgr does not answer. */
   mgr: MgrClient;
-  /** The queue that serves message routes for `name` (router mode, §7.6). */
+  /** The queue that serves message routes for `name` (router mode). */
   routed(name: string): string;
   /** Is there a queue `name` (a valid name with a directory)? */
   queueExists(name: string): boolean;
@@ -47,7 +47,7 @@ export interface Gateway {
   queueNames(): Promise<string[] | null>;
 }
 
-/** Is `name` one of the queues rq ships (listed after the custom ones, spec/rq.md §7.3)? */
+/** Is `name` one of the queues rq ships (listed after the custom ones, as RQ did)? */
 export function isBuiltinQueue(name: string): boolean {
   return (BUILTIN_QUEUES as readonly string[]).includes(name);
 }

@@ -1,7 +1,7 @@
 /**
  * Message lookups shared by the message and file routes: the id is checked against its
- * grammar before anything else (spec/rq.md §10.2), the queue is resolved through router
- * mode (§7.6), and a refusal is RQ's 404 `Message ID not found`; a queue process that
+ * grammar before anything else (ids.ts), the queue is resolved through router
+ * mode (docs/router.md), and a refusal is RQ's 404 `Message ID not found`; a queue process that
  * does not answer (RQ: a 404 too) is waited for while it restarts, then a 503. The
  * message directory comes from the queue's own answer (`get_message_status` path), never
  * from a path built out of the request.
@@ -69,7 +69,7 @@ export async function locateMessage(gw: Gateway, name: string, raw: string): Pro
   return locationOf(gw, queue, id, await gw.queues.getMessageStatus(queue, id).catch(notFound));
 }
 
-/** The checked short id and the read view of a message (§1.10) from `get_message`, or a 404; a 503 when the queue process does not answer. */
+/** The checked short id and the read view of a message from `get_message`, or a 404; a 503 when the queue process does not answer. */
 export async function messageView(gw: Gateway, name: string, raw: string): Promise<{ id: string; view: MessageView }> {
   gw.existing(name);
   const id = checkMsgId(raw);

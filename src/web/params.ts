@@ -1,5 +1,5 @@
 /**
- * Request parameters as RQ's routes see them (the README's "HTTP API"): query and form keys
+ * Request parameters as RQ's routes see them (docs/http-api.md): query and form keys
  * nest (`a[b][]=v`, parsed by qs), both urlencoded and multipart bodies are read, and a
  * path parameter overrides a query or form parameter of the same name. A route checks a
  * parameter with a valibot schema (checkedParam), which names it in the 400.

@@ -1,5 +1,5 @@
 /**
- * The request pipeline of spec/rq.md §7.1 and the HTTP-layer rules of §4.4, as express
+ * The web's request pipeline and HTTP-layer rules (as RQ's web server had them), as express
  * middleware, in order: request id and security headers, allowed_ips, a browser's Host,
  * methods and POST headers, cross-site POSTs, the relative root, Basic auth, path
  * clean-up, the flash, and (after static files) the rq-mgr liveness check. Each step
@@ -22,7 +22,7 @@ export const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; img-src 'self' data:; " +
   "connect-src 'self'; frame-ancestors 'self'; form-action 'self'; base-uri 'none'";
 
-/** The small HTML error documents of the HTTP layer (§4.4), titled `<code> <text>`. */
+/** The small HTML error documents of the HTTP layer, as RQ's, titled `<code> <text>`. */
 function sendHttpError(res: Response, status: number, text: string, detail = ''): void {
   const title = `${status} ${text}`;
   const p = detail === '' ? '' : `<p>${detail}</p>`;
@@ -47,7 +47,7 @@ export function baseHeaders(): RequestHandler {
   };
 }
 
-/** `allowed_ips`: a client address must contain one of the strings (§1.2), else 403. */
+/** `allowed_ips`: a client address must contain one of the strings, else 403. */
 export function allowedIps(config: MainConfig): RequestHandler {
   return (req, res, next) => {
     const ips = config.allowedIps;
@@ -57,7 +57,7 @@ export function allowedIps(config: MainConfig): RequestHandler {
   };
 }
 
-/** GET and POST only (RQ answered other methods 500; rq: 405); a POST needs Content-Length and Content-Type (§4.4). */
+/** GET and POST only (RQ answered other methods 500; rq: 405); a POST needs Content-Length and Content-Type (else 400, as in RQ). */
 export function methodsAndHeaders(): RequestHandler {
   return (req, res, next) => {
     if (req.method !== 'GET' && req.method !== 'POST') {
@@ -105,7 +105,7 @@ export function rootMatcher(relativeRoot: string): RegExp {
   return new RegExp(`^${segs.map((s) => `/+${esc(s)}`).join('')}(/.*)?$`);
 }
 
-/** §7.1 step 3: decode %2e and %2f, drop empty and `.` segments, apply `..`, keep a trailing `/`. */
+/** RQ's path clean-up: decode %2e and %2f, drop empty and `.` segments, apply `..`, keep a trailing `/`. */
 export function cleanPath(p: string): string {
   const decoded = p.replace(/%2e/gi, '.').replace(/%2f/gi, '/');
   const out: string[] = [];
@@ -137,7 +137,7 @@ export function relativeRoot(config: MainConfig): RequestHandler {
   };
 }
 
-/** HTTP Basic auth from `basic_auth` (§1.2), on everything under the root. */
+/** HTTP Basic auth from `basic_auth` (config/config.json), on everything under the root, static files too. */
 export function basicAuth(config: MainConfig): RequestHandler {
   return (req, res, next) => {
     const auth = config.basicAuth;
@@ -170,7 +170,7 @@ function safeDecode(s: string): string {
   }
 }
 
-/** The page context every view gets, with the flash taken out of the cookie (§7.1 step 6). */
+/** The page context every view gets, with the flash taken out of the cookie (it shows on this response only). */
 export function pageSetup(config: MainConfig): RequestHandler {
   return (req, res, next) => {
     const page: PageContext = { root: config.relativeRoot, env: config.env ?? '', flash: takeFlash(req, res, config.relativeRoot) };
@@ -181,7 +181,7 @@ export function pageSetup(config: MainConfig): RequestHandler {
   };
 }
 
-/** §7.1 step 6: `503 - QueueMgr not running` when rq-mgr's pid is not alive; else its pid for the route (mgrPidOf). */
+/** As RQ: `503 - QueueMgr not running` when rq-mgr's pid is not alive; else its pid for the route (mgrPidOf). */
 export function requireMgr(gw: Gateway): RequestHandler {
   return (_req: Request, res: Response, next: NextFunction) => {
     const pid = gw.mgrPid();

@@ -1,8 +1,8 @@
 /**
- * Server-side HTML: ejs templates in `src/web/views/`, drawn inside `layout.ejs` (spec/rq.md
- * §7.4 "Layout"). `<%= %>` escapes everything a page shows, scripts' output and flash
+ * Server-side HTML: ejs templates in `src/web/views/`, drawn inside `layout.ejs` (RQ's
+ * layout). `<%= %>` escapes everything a page shows, scripts' output and flash
  * texts included; no template uses `<%-` on data from a request or a message. Pages are
- * sent with one `res.send`, so headers and body leave together (§4.4).
+ * sent with one `res.send`, so headers and body leave together (some clients read a reply with a single read).
  */
 import path from 'node:path';
 import type { Response } from 'express';

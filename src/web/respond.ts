@@ -1,6 +1,6 @@
 /**
  * Replies shared by the routes: RQ's redirects (303 with an absolute `Location` built
- * from the Host header, spec/rq.md §7.1) carrying a flash, and the `back` target, which
+ * from the Host header) carrying a flash, and the `back` target, which
  * must be a path on this server (an absolute or protocol-relative URL is refused, so a
  * form cannot be used to bounce a user to another site).
  */

@@ -10,7 +10,7 @@ import { asRq, isRefusal, refusalCode, type RqRefusal } from '../client/refusal.
 import { RqError, type ErrorCode } from '../domain/errors.js';
 import type { Fail } from '../rpc/queue-api.js';
 
-const HTTP_STATUS = {
+export const HTTP_STATUS = {
   RQ_NOT_FOUND: 404,
   RQ_QUEUE_NOT_FOUND: 404,
   RQ_NOT_IN_STATE: 409,

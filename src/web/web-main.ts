@@ -61,7 +61,7 @@ const protocols = doorsStarted.catch((e: unknown) => {
   log.fatal({ err: explain(e) }, 'a protocol front door cannot start. Exiting');
   exit(1);
 });
-// One request per connection (spec/rq.md §4.4): the head within 5 s, the whole request within 120 s.
+// As RQ's server: the head within 5 s, the whole request within 120 s.
 const server = createHttpServer(createApp({ root, config, log }), { headersTimeoutMs: 5_000, requestTimeoutMs: 120_000 });
 server.listen(port, config.addr, () => {
   log.info({ addr: config.addr, port }, `web listening on http://${config.addr}:${port}${config.relativeRoot}`);

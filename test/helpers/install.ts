@@ -31,6 +31,7 @@ export interface QueueSpec {
 export class TestRoot {
   readonly root: string;
   private readonly procs = new Map<string, ChildProcess>();
+  private readonly outputs = new Map<string, () => string>();
 
   /** A new root in `parent` (default: the system's temp directory). */
   constructor(parent = os.tmpdir()) {
@@ -103,11 +104,17 @@ export class TestRoot {
   async start(name: string, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
     const { child, output } = this.spawnEntry('dist/src/queue/queue-main.js', [name], { RQ_LOG_LEVEL: 'debug', ...env });
     this.procs.set(name, child);
+    this.outputs.set(name, output);
     onTestFailed(() => {
       console.error(`--- log of queue ${name} (root kept at ${this.root}) ---\n${output()}`);
     });
     await waitFor(async () => (await this.rpc(name, 'ping')) !== null, 10_000, `queue ${name} to answer ping`);
     return child;
+  }
+
+  /** What the queue process `start` started last for `name` has logged so far (its stdout and stderr). */
+  logOf(name: string): string {
+    return this.outputs.get(name)?.() ?? '';
   }
 
   /**

@@ -1,10 +1,10 @@
 /**
- * Test support for the Workq front door (spec/workq.md): a TCP client on 127.0.0.1 that
- * builds the exact command bytes of §5 and reads exactly one reply by the grammar the
- * command calls for (§2: `+OK`, a lease, a result, inspect records, or one of the error
+ * Test support for the Workq front door (docs/doors/workq.md): a TCP client on 127.0.0.1 that
+ * builds the exact command bytes of each command and reads exactly one reply by the grammar the
+ * command calls for (`+OK`, a lease, a result, inspect records, or one of the error
  * lines), keeping the reply's bytes so a test can compare them byte for byte. A raw mode
  * sends any bytes and reads N reply lines, and tells when the server closed the
- * connection, for the framing rules of §1. `workqClients` opens clients for the tests of
+ * connection, for the framing rules. `workqClients` opens clients for the tests of
  * a describe and closes them after each test.
  */
 import net from 'node:net';
@@ -52,7 +52,7 @@ export const TIMEOUT = '-TIMEOUT\r\n';
 export const NOT_FOUND = '-NOT-FOUND\r\n';
 export const clientError = (text: string): string => `-CLIENT-ERROR ${text}\r\n`;
 
-/** A reply that does not follow the grammar of §2 for the command sent. */
+/** A reply that does not follow Workq's reply grammar for the command sent. */
 class WorkqProtocolError extends Error {}
 
 export class WorkqClient {
@@ -143,7 +143,7 @@ export class WorkqClient {
       if (first === '-TIMEOUT') return { type: 'timeout', text: text() };
       if (first === '-NOT-FOUND') return { type: 'not-found', text: text() };
       const m = /^-(CLIENT|SERVER)-ERROR (.*)$/s.exec(first);
-      if (!m) throw new WorkqProtocolError(`not an error line of §2: ${JSON.stringify(first)}`);
+      if (!m) throw new WorkqProtocolError(`not a Workq error line: ${JSON.stringify(first)}`);
       return { type: m[1] === 'CLIENT' ? 'client-error' : 'server-error', text: text(), message: m[2]! };
     }
     if (kind === 'ok') {
@@ -213,7 +213,7 @@ export class WorkqClient {
     this.sock.destroy();
   }
 
-  // Commands of §5: the exact bytes, and the reply read by the command's grammar.
+  // The commands: the exact bytes, and the reply read by the command's grammar.
 
   add(id: string, name: string, ttr: number | string, ttl: number | string, payload: string | Buffer = '', flags = ''): Promise<Reply> {
     return this.request('ok', withBlock(`add ${id} ${name} ${ttr} ${ttl}`, payload, flags));

@@ -1,6 +1,6 @@
 /**
- * bin/check_rq (spec/rq.md §6.4) run for real against a tiny HTTP server started here on
- * 127.0.0.1, port 0, that serves `/q.txt` and the queue texts of §7.4. It covers the
+ * bin/check_rq (docs/operations.md) run for real against a tiny HTTP server started here on
+ * 127.0.0.1, port 0, that serves `/q.txt` and the queue texts (`/q/<name>.txt`). It covers the
  * requests the probe makes (the double slash), its parsing, each verdict with its exact
  * line and Nagios exit status, the connection and HTTP failures, --dump and -h.
  */
@@ -39,7 +39,7 @@ class FakeRq {
     await new Promise((resolve) => this.server.close(resolve));
   }
 
-  /** Serve these queues: `/q.txt` lists them sorted, with no trailing newline (§7.3). */
+  /** Serve these queues: `/q.txt` lists them sorted, with no trailing newline, as the web does. */
   queues(texts: Record<string, string>): void {
     const names = Object.keys(texts).sort();
     this.routes.set('/q.txt', { body: names.map((n) => `/q/${n}.txt`).join('\n') });
@@ -47,7 +47,7 @@ class FakeRq {
   }
 }
 
-/** A queue text exactly as the web serves it (spec/rq.md §7.4). */
+/** A queue text exactly as the web serves it. */
 function queueText(c: { status?: string; prep?: number; que?: number; run?: number; done?: number; err?: number; relayed?: number } = {}): string {
   return `status: ${c.status ?? 'UP'}\nuptime: 12\n\nprep: ${c.prep ?? 0}\nque: ${c.que ?? 0}\nrun: ${c.run ?? 0}\n\ndone: ${c.done ?? 0}\nerr: ${c.err ?? 0}\nrelayed: ${c.relayed ?? 0}\n`;
 }
@@ -99,7 +99,7 @@ describe('verdicts', () => {
   });
 
   it.each(['PAUSE', 'DOWN'])('CRITICAL when a queue\'s status is %s', async (status) => {
-    // A DOWN queue's whole text is "status: DOWN\n" (§7.4).
+    // A DOWN queue's whole text is "status: DOWN\n".
     rq.queues({ a: status === 'DOWN' ? 'status: DOWN\n' : queueText({ status }) });
     expect(await checkRq()).toMatchObject({ code: 2, stdout: `CRITICAL:  a: status ${status},\n` });
   });

@@ -1,5 +1,5 @@
 /**
- * The built-in cleaner end to end (spec/rq.md §9.2): `libexec/cleaner_script` runs as the
+ * The built-in cleaner end to end (docs/cleaner.md): `libexec/cleaner_script` runs as the
  * `cleaner` queue's worker for a message naming a queue (or ALLQUEUES) in param1, and
  * the queues it names are cleaned by their own processes. The outcome is what an
  * operator sees: the cleaner message's state and status, its log, and the counts of the

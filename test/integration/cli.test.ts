@@ -1,5 +1,5 @@
 /**
- * The real `bin/rq` against real queue processes (spec/rq.md §6.1): every subcommand's
+ * The real `bin/rq` against real queue processes (docs/cli.md): every subcommand's
  * round trip and output line, RQ's option forms, the help and its exit status, and the
  * clear one-line errors on stderr (with nothing on stdout) where RQ crashed.
  */
@@ -90,7 +90,7 @@ describe('bin/rq round trips', () => {
     expect(await rq('commitmesg', '--msg_id', full)).toEqual({ code: 0, stdout: 'ok msg commited\n', stderr: '' });
     await t.waitState('q1', id, 'done');
 
-    // done/ is hashed by the id's date, hour and minute (spec/rq.md §1.8): 20261121.0738.… → 20261121/07/38/.
+    // done/ is hashed by the id's date, hour and minute: 20261121.0738.… → 20261121/07/38/.
     const attachDir = path.join(t.root, 'queue', 'q1', 'done', id.slice(0, 8), id.slice(9, 11), id.slice(11, 13), id, 'attach');
     const status = await rq('attachstatusmesg', '--msg_id', full);
     expect(status.code).toBe(0);
@@ -185,7 +185,7 @@ describe('bin/rq round trips', () => {
   });
 
   it('verify_rules refuses RQ\'s Ruby rules, by name or by text, pointing to the JSON form; every problem is one line', async () => {
-    const notRead = "RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (README: The router)";
+    const notRead = "RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (docs/router.md)";
     const ruby = 'rule "stats"\naction :relay\ndest /^stats/\nroute "h1"\n\n';
     for (const name of ['rq_router_rules.rb', 'rules.json']) {
       const file = path.join(t.root, name);

@@ -1,5 +1,5 @@
 /**
- * The Cloudq front door (spec/cloudq.md) over real HTTP, against a real rq-mgr, its web
+ * The Cloudq front door (docs/doors/cloudq.md) over real HTTP, against a real rq-mgr, its web
  * process and the queue processes behind it. Each describe shares one install (rq-mgr
  * started once with its `protocols.cloudq` section); each test uses queues of its own.
  *
@@ -136,7 +136,7 @@ describe('routes, validation and the job life cycle', () => {
     for (const name of ['a'.repeat(255), 'Az09_.-x']) expect((await c.reserve(name)).json).toEqual({ status: 'empty' });
   });
 
-  it('checks a published job in the spec order, the first failure a 400 with its message, and stores nothing', async () => {
+  it('checks a published job in node-cloudq\'s order, the first failure a 400 with its message, and stores nothing', async () => {
     const q = fresh('checks');
     const cases: Array<[string, string]> = [
       ['', 'job object required'],

@@ -1,5 +1,5 @@
 /**
- * Cron schedules in a real queue process (spec/rq.md §4.5): a schedule's message appears
+ * Cron schedules in a real queue process (docs/cron.md): a schedule's message appears
  * up to a minute before its due minute with RQ's fields, a kill -9 and restart
  * does not fire a due time twice (the record in cron.json), and a bad entry is reported
  * in `stats` while the rest of the queue works. Time-zone and DST rules are unit-tested
@@ -57,6 +57,10 @@ describe('cron schedules', () => {
     expect(stats.status).toBe('UP');
     expect(stats.schedule[0]).toMatchObject({ next: null, error: expect.stringMatching(/^schedule entry 1 \("61 \* \* \* \*"\): .*61/) });
     expect(stats.schedule[1]!.error).toBeUndefined();
+    // The log line names the entry and the queue, once (a key given twice is a line some JSON tools refuse).
+    const line = t.logOf('c').split('\n').find((l) => l.includes('invalid schedule entry skipped')) ?? '';
+    expect(JSON.parse(line)).toMatchObject({ queue: 'c', entry: 1, cron: '61 * * * *' });
+    expect(line.match(/"queue":/g)).toHaveLength(1);
     await waitFor(async () => (await cronMessages('c')).some((m) => m['param1'] === 'good'), 10_000, 'the good entry’s message');
     const id = await t.send('c', {});
     await t.waitState('c', id, 'done');

@@ -1,5 +1,5 @@
 /**
- * bin/rq-install (spec/rq.md §6.2, §1.2, §4.6) run for real against a fresh install root
+ * bin/rq-install (docs/operations.md) run for real against a fresh install root
  * (RQ_ROOT = a temp dir): the exact files it writes, every option in both spellings, the
  * refusal of a second install, what --force keeps, and the input errors.
  */

@@ -1,10 +1,10 @@
 /**
- * The lmstfy front door (spec/lmstfy.md) over real HTTP, against a running rq: rq-mgr,
+ * The lmstfy front door (docs/doors/lmstfy.md) over real HTTP, against a running rq: rq-mgr,
  * the web process that serves the door, and one queue process per lmstfy queue. The
  * tests of a describe share one install (each uses queues of its own); the root is
  * removed when they all pass and kept, its path printed, when one fails.
  *
- * Timing follows spec §5: delays and TTRs are checked with ±1 s, by waiting for the
+ * lmstfy counts delays and TTRs in whole seconds: they are checked with ±1 s, by waiting for the
  * event (a blocking consume, or waitFor), never by a fixed sleep before an assertion.
  */
 import fs from 'node:fs';
@@ -179,7 +179,7 @@ describe('lmstfy: transport, names, tokens', () => {
     expect((await fetch(`${api().base}/metrics`)).status).toBe(200);
   });
 
-  it('checks names before the token, in the spec order, with the spec texts', async () => {
+  it('checks names before the token, in lmstfy\'s order, with lmstfy\'s texts', async () => {
     const long = 'a'.repeat(256);
     const cases: Array<[string, string, string]> = [
       [long, 'q', 'namespace or queue name too long'],
@@ -265,7 +265,7 @@ describe('lmstfy: transport, names, tokens', () => {
 describe('lmstfy: publish, consume, ack, peek', () => {
   const { t, api, port } = lmstfyInstall();
 
-  it('publishes a job and consumes it with the job object of §4', async () => {
+  it('publishes a job and consumes it with lmstfy\'s job object', async () => {
     const q = fresh();
     const before = Date.now();
     const id = await api().publish(q, 'hey new job', 'tries=3&delay=0');
@@ -310,7 +310,7 @@ describe('lmstfy: publish, consume, ack, peek', () => {
     expect(await api().size(q)).toBe(0);
   });
 
-  it('checks the publish query in the spec order with the spec texts', async () => {
+  it('checks the publish query in lmstfy\'s order with lmstfy\'s texts', async () => {
     const q = fresh();
     const cases: Array<[string, number, string]> = [
       ['delay=-1', 400, 'invalid delay'],
@@ -427,7 +427,7 @@ describe('lmstfy: publish, consume, ack, peek', () => {
     expect(unb64(b64('"hello, neo"'))).toHaveLength(12);
   });
 
-  it('checks bulk bodies in the spec order', async () => {
+  it('checks bulk bodies in lmstfy\'s order', async () => {
     const q = fresh();
     const big = `"${'x'.repeat(65_534)}"`; // 65,536 bytes of JSON text
     const cases: Array<[string, string, number, string]> = [
@@ -455,7 +455,7 @@ describe('lmstfy: publish, consume, ack, peek', () => {
     expect(await api().size(q)).toBe(64);
   });
 
-  it('checks the consume query in the spec order', async () => {
+  it('checks the consume query in lmstfy\'s order', async () => {
     const q = fresh();
     for (const [query, error] of [
       ['ttr=-1', 'invalid ttr'],
@@ -977,7 +977,7 @@ describe('lmstfy: admin routes and tokens', () => {
     expect(await api().call('POST', `/token/other2?description=d&token=default:${custom}`)).toMatchObject({ status: 201, body: { token: custom } });
   });
 
-  it('refuses bad token requests with the §6 texts, in order', async () => {
+  it('refuses bad token requests with lmstfy\'s admin texts, in order', async () => {
     const cases: Array<[string, string]> = [
       ['/token/ns', 'invalid description'],
       ['/token/ns?description=', 'invalid description'],

@@ -1,5 +1,5 @@
 /**
- * Crash recovery (spec/rq.md §2.12): kill -9 of the queue process at any moment loses
+ * Crash recovery (docs/layout.md): kill -9 of the queue process at any moment loses
  * nothing; run/ goes back to que/ with count unchanged; a worker from before the restart
  * that is still alive is waited for, not started twice; the que index survives, also
  * when it is compacted while commits are in flight; a spawner lost mid-run is handled

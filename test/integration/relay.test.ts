@@ -1,5 +1,5 @@
 /**
- * The relay between rq hosts (spec/rq.md §8, §3.4 dup, §6.1 sendmesg) with two real
+ * The relay between rq hosts (docs/relay.md; a script's dup, `bin/rq sendmesg`) with two real
  * installs on 127.0.0.1, each under its own rq-mgr with its own root and web port: the
  * local one runs the `relay` queue with libexec/relay_script (backoff base 1 s through
  * `RELAY_BACKOFF_SECS`, so retries come after 0, 1, 4… s), the remote one the queue

@@ -1,5 +1,5 @@
 /**
- * The router end to end (spec/rq.md §9.3): a real install (bin/rq-install's rq_router and
+ * The router end to end (docs/router.md): a real install (bin/rq-install's rq_router and
  * relay queues, libexec/rq_router_script), a rules file in config/, real queue processes,
  * and what an operator sees: each rule's action (done, err, balance and relay through
  * `dup` into the local relay queue, which is paused so the copies wait there), the
@@ -168,7 +168,7 @@ describe('a bad rules file', () => {
     fs.writeFileSync(ruby, 'rule "default"\naction :err\n\n');
     await breakRouter();
     expect(fs.readFileSync(downFlag(), 'utf8')).toContain(
-      `\n${ruby} is ignored, so this host is not in router mode: RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (README: The router)\n`,
+      `\n${ruby} is ignored, so this host is not in router mode: RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (docs/router.md)\n`,
     );
   });
 

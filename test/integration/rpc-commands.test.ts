@@ -1,5 +1,5 @@
 /**
- * A real queue process over its socket: every command of spec/rq.md §5.2 with RQ's exact
+ * A real queue process over its socket: every command (docs/socket.md) with RQ's exact
  * replies, and malformed input that must get a clear fail and never crash the process.
  */
 import fs from 'node:fs';

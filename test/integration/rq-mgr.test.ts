@@ -1,5 +1,5 @@
 /**
- * rq-mgr, the supervisor (spec/rq.md §4.2, §5.3, §6.3): the real `bin/rq-mgr` on a temp
+ * rq-mgr, the supervisor (docs/processes.md, docs/socket.md): the real `bin/rq-mgr` on a temp
  * install root (daemonised by `start`, or in the foreground with `run`), its socket
  * commands with RQ's exact replies, restarts of dead queue processes, clean stops, stale
  * pid files, and config errors with RQ's messages.

@@ -1,10 +1,10 @@
 /**
- * The RQMS front door (spec/rqms.md) over real HTTP, served by the web process of a real
- * rq-mgr, against real queue processes: every route and reply of §4 (statuses, phrases,
- * content types), the choices of §9, byte-wise id order, locks (time ≤ 0, expiry, PUT
- * clearing them), tickets going stale, concurrent fetches, and a queue process killed
- * with -9 while an item is locked. Each describe shares one install; each test has its
- * own queue.
+ * The RQMS front door (docs/doors/rqms.md) over real HTTP, served by the web process of a real
+ * rq-mgr, against real queue processes: every route and reply (statuses, phrases,
+ * content types), the choices rq made where RQMS's README and reference server differ,
+ * byte-wise id order, locks (time ≤ 0, expiry, PUT clearing them), tickets going stale,
+ * concurrent fetches, and a queue process killed with -9 while an item is locked. Each
+ * describe shares one install; each test has its own queue.
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -66,7 +66,7 @@ describe('rqms routes', () => {
   const { t, base } = sharedRqms();
   const c = client(base);
 
-  it('posts, fetches with a ticket, deletes once (§8)', async () => {
+  it('posts, fetches with a ticket, deletes once', async () => {
     expect(await c.post('tasks', 'item-000000001-a', { n: 1 })).toMatchObject({ status: 201, text: 'It shall be done.', type: expect.stringMatching(html) });
     const [item, ...more] = await c.fetch('tasks', '?count=5&time=30');
     expect(more).toEqual([]);
@@ -144,7 +144,7 @@ describe('rqms routes', () => {
     expect(await c.fetch('bodies')).toEqual([]);
   });
 
-  it('409s a POST of an id already there and keeps the first value (§9)', async () => {
+  it('409s a POST of an id already there and keeps the first value', async () => {
     expect((await c.post('dup', 'a', { v: 1 })).status).toBe(201);
     const second = await c.post('dup', 'a', { v: 2 });
     expect(second.status).toBe(409);

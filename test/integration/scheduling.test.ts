@@ -1,5 +1,5 @@
 /**
- * The scheduler (spec/rq.md §2.4, §2.9): worker slots, due times, blocking keys and
+ * The scheduler: worker slots, due times, blocking keys and
  * coalescing, observed through a real queue process. A scheduler pass runs before
  * create_message replies, so a state is asserted at once; a run that must last until
  * the test says so uses wait-go.sh.

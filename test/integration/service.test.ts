@@ -1,5 +1,5 @@
 /**
- * Running rq as a service: bin/rc.rq (the LSB init script, spec/rq.md §6.5) run for real
+ * Running rq as a service: bin/rc.rq (the LSB init script, docs/operations.md) run for real
  * against a stand-in bin/rq-mgr that records how it was called, and the settings of
  * bin/rq.service (the systemd unit) that matter for RQ's behaviour.
  */

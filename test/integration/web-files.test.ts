@@ -1,5 +1,5 @@
 /**
- * Files of a message over HTTP (spec/rq.md §7.3, §7.4, issue 3's live tail), against a
+ * Files of a message over HTTP (docs/http-api.md, issue 3's live tail), against a
  * real rq-mgr and web process: log and attachment downloads byte for byte, byte ranges
  * (206, 416, several ranges → 200), If-Modified-Since → 304, content types, paths that
  * try to leave the message directory (`..`, `%2e%2e`, `%2f`, backslashes, dot-files,

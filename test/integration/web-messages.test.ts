@@ -1,5 +1,5 @@
 /**
- * The message routes of the web (spec/rq.md §7.3–§7.5, §10) against a real rq-mgr and web
+ * The message routes of the web (docs/http-api.md) against a real rq-mgr and web
  * process over real sockets: the new-message form and its overrides, every input style of
  * `POST …/new_message` and its error replies, the message and prep pages, the `.json`
  * view and `state.json`, clone, run now, delete, destroy and commit, attachment upload,

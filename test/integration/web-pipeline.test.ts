@@ -1,5 +1,5 @@
 /**
- * The web's request pipeline and HTTP layer (spec/rq.md §4.4, §7.1) against the real web
+ * The web's request pipeline and HTTP layer (docs/http-api.md) against the real web
  * process over real sockets: one request per connection, single-write replies, methods
  * and POST headers, absolute request URIs, the relative root, Basic auth, allowed_ips,
  * path clean-up, request ids and security headers, the Not Found page with the flash,

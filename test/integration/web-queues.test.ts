@@ -1,5 +1,5 @@
 /**
- * The queue-level web routes (spec/rq.md §7.3, §7.4) against a real rq-mgr and web
+ * The queue-level web routes (docs/http-api.md) against a real rq-mgr and web
  * process over real HTTP: the main page and its fragments, `/q.json` and `/q.txt`, queue
  * creation by form and by link (RQ's test_que_create_naming), deletion, the queue page
  * (status, config, schedule, paginated lists per state), disk usage (dashboard, queue

@@ -1,5 +1,5 @@
 /**
- * Post-run webhooks end to end (spec/rq.md §9.1): a real install (bin/rq-install's
+ * Post-run webhooks end to end (docs/webhooks.md): a real install (bin/rq-install's
  * webhook queue, libexec/webhook_script), real queue processes, and a real HTTP receiver
  * on 127.0.0.1 in the test. What the receiver gets (the form `x_format=json&payload=…`),
  * RQ's status texts, retries with the count² backoff (its base set through the queue's

@@ -1,5 +1,5 @@
 /**
- * Forked workers end to end (spec/rq.md §2.6, §2.7, §3): real bash scripts on a real queue
+ * Forked workers end to end (docs/scripts.md): real bash scripts on a real queue
  * process, each fixture a worker that behaves or misbehaves in one way, and the state and
  * status text RQ's users see afterwards.
  */

@@ -1,10 +1,10 @@
 /**
- * The Workq front door (spec/workq.md) over real TCP, served by the web process of a real
- * rq-mgr against real queue processes: framing and error recovery (§1) and the worked
- * exchange of §9 byte for byte; every command's checks in their order and every error
- * of §3; ordering (§7); the TTR, TTL, max-attempts and max-fails rules (§6); waits of
- * `lease`, `result` and `run` across connections (§8); `inspect`; the profiles (§4,
- * §10); races between connections; a queue process killed with -9; and a bad config
+ * The Workq front door (docs/doors/workq.md) over real TCP, served by the web process of a real
+ * rq-mgr against real queue processes: framing and error recovery, and the example
+ * exchange of Workq's documentation byte for byte; every command's checks in their order
+ * and every error text; ordering; the TTR, TTL, max-attempts and max-fails rules; waits of
+ * `lease`, `result` and `run` across connections; `inspect`; the strict and lenient
+ * profiles; races between connections; a queue process killed with -9; and a bad config
  * section. Each describe shares one install; each test uses queue names of its own.
  *
  * Where a test must know a waiting command has reached the server before it acts, it
@@ -26,7 +26,7 @@ import { clientError, NOT_FOUND, OK, TIMEOUT, withBlock, WorkqClient, workqClien
 const MiB = 1024 * 1024;
 /** Outlives the file: no job expires by TTL unless its test asks for it. */
 const LONG_TTL = 600_000;
-/** The version-1 id of the document's examples (§4, §10 #1). */
+/** The version-1 id of Workq's documented examples (which say "UUIDv4"). */
 const V1_ID = '6ba7b810-9dad-11d1-80b4-00c04fd430c4';
 /** Version 4, but the Microsoft variant (c), not RFC 4122's. */
 const V4_OTHER_VARIANT = '6ba7b810-9dad-41d1-c0b4-00c04fd430c4';
@@ -85,7 +85,7 @@ const resultReply = (id: string, success: boolean, result: string): string => `+
 /** RFC 3339 UTC in whole seconds, as `created` and `time` are shown. */
 const isoSeconds = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-/** Wait, polling the clock, until `ms` has come: used where the spec is about time. */
+/** Wait, polling the clock, until `ms` has come: used where the protocol is about time. */
 const untilPast = (ms: number): Promise<void> => waitFor(() => Date.now() >= ms, Math.max(0, ms - Date.now()) + 5_000, `the clock to reach ${ms}`);
 
 /** Make the next instant differ from the last one, so that two jobs' created times differ. */
@@ -101,11 +101,11 @@ function watched<T>(p: Promise<T>): { p: Promise<T>; settled: () => boolean } {
   return { p, settled: () => done };
 }
 
-describe('workq: framing (§1) and the worked exchange (§9)', () => {
+describe('workq: framing and the example exchange', () => {
   const doors = sharedProtocols({ workq: {} });
   const open = workqClients(() => doors.port('workq'));
 
-  it('answers the worked exchange of §9 byte for byte', async () => {
+  it('answers the example exchange of Workq\'s documentation byte for byte', async () => {
     const c = await open();
     const id = '6ba7b810-9dad-41d1-80b4-00c04fd430c4';
     const say = async (bytes: string, lines: number): Promise<string> => {
@@ -156,7 +156,7 @@ describe('workq: framing (§1) and the worked exchange (§9)', () => {
     expect(await c.lines(6)).toBe(clientError('Unknown command').repeat(6));
   });
 
-  it('reads the block of a line that failed the arg-count, flag or size check as the next command (§1)', async () => {
+  it('reads the block of a line that failed the arg-count, flag or size check as the next command', async () => {
     const c = await open();
     const q = 'fr-left';
     const [x, y] = ids(2);
@@ -194,7 +194,7 @@ describe('workq: framing (§1) and the worked exchange (§9)', () => {
     expect((await c.delete(x)).text).toBe(OK);
   });
 
-  it('consumes the block when the line passed the parser and a later check failed (§5.1 step 2 on)', async () => {
+  it('consumes the block when the line passed the parser and a later check failed (flag count on)', async () => {
     const c = await open();
     const q = 'fr-consumed';
     const [y, unknown] = ids(2);
@@ -335,12 +335,12 @@ describe('workq: framing (§1) and the worked exchange (§9)', () => {
   });
 });
 
-describe('workq: commands (§3, §5), ordering (§7) and inspect', () => {
+describe('workq: commands, ordering and inspect', () => {
   const doors = sharedProtocols({ workq: {} });
   const open = workqClients(() => doors.port('workq'));
   const t = doors.t;
 
-  it('add: checks in the order of §5.1, the limits of §4, unknown flags ignored', async () => {
+  it('add: checks in Workq\'s order, the limits, unknown flags ignored', async () => {
     const c = await open();
     const q = 'cmd-add';
     const [u, held] = ids(2);
@@ -395,7 +395,7 @@ describe('workq: commands (§3, §5), ordering (§7) and inspect', () => {
     expect((await c.delete(a)).text).toBe(OK);
   });
 
-  it('schedule: checks in the order of §5.2, the time format, and time + TTL in the future', async () => {
+  it('schedule: checks in Workq\'s order, the time format, and time + TTL in the future', async () => {
     const c = await open();
     const q = 'cmd-schedule';
     const [u, held] = ids(2);
@@ -437,7 +437,7 @@ describe('workq: commands (§3, §5), ordering (§7) and inspect', () => {
     for (const id of [held, past, later]) expect((await c.delete(id)).text).toBe(OK);
   });
 
-  it('run: checks in the order of §5.3; one unknown flag is ignored, two flags are refused', async () => {
+  it('run: checks in Workq\'s order; one unknown flag is ignored, two flags are refused', async () => {
     const c = await open();
     const q = 'cmd-run';
     const [u, held] = ids(2);
@@ -583,7 +583,7 @@ describe('workq: commands (§3, §5), ordering (§7) and inspect', () => {
     for (const id of [a, b, s]) expect((await c.delete(id)).text).toBe(OK);
   });
 
-  it('leases by priority, then add before scheduled, then scheduled time, then created (§7); inspect jobs in that order with offset and limit', async () => {
+  it('leases by priority, then add before scheduled, then scheduled time, then created; inspect jobs in that order with offset and limit', async () => {
     const c = await open();
     const q = 'cmd-order';
     // Ascending ids: i5 < i6, so only the created order can put i6 first.
@@ -612,7 +612,7 @@ describe('workq: commands (§3, §5), ordering (§7) and inspect', () => {
     for (const id of order) expect((await c.delete(id)).text).toBe(OK);
   });
 
-  it('inspect scheduled-jobs: priority, then time, then created, with offset and limit (§10 #12)', async () => {
+  it('inspect scheduled-jobs: priority, then time, then created, with offset and limit (as the reference server)', async () => {
     const c = await open();
     const q = 'cmd-sched-order';
     const [s1, s2, s3, s4] = ids(4);
@@ -656,7 +656,7 @@ describe('workq: commands (§3, §5), ordering (§7) and inspect', () => {
     expect((await c.delete(x)).text).toBe(OK);
   });
 
-  it('lease with wait 0 is a non-blocking poll: a ready job if there is one, else -TIMEOUT (§10 #7)', async () => {
+  it('lease with wait 0 is a non-blocking poll: a ready job if there is one, else -TIMEOUT (the reference server always times out)', async () => {
     const c = await open();
     const q = 'lp-poll';
     const x = randomUUID();
@@ -667,7 +667,7 @@ describe('workq: commands (§3, §5), ordering (§7) and inspect', () => {
     expect((await c.delete(x)).text).toBe(OK);
   });
 
-  it('a lease waiting on a connection that closed takes no job (§8)', async () => {
+  it('a lease waiting on a connection that closed takes no job', async () => {
     const c = await open();
     const w = await open();
     const q = 'lc-closed';
@@ -776,7 +776,7 @@ describe('workq: commands (§3, §5), ordering (§7) and inspect', () => {
     expect((await c.delete(done)).text).toBe(OK);
   });
 
-  it('fail with max-fails retries at the old place (state 3), and the last one is final with its result (§5.6)', async () => {
+  it('fail with max-fails retries at the old place (state 3), and the last one is final with its result', async () => {
     const c = await open();
     const q = 'fail-retry';
     const [f, g, h, k] = ids(4);
@@ -861,7 +861,7 @@ describe('workq: commands (§3, §5), ordering (§7) and inspect', () => {
     await waitFor(async () => (await serverKeys(c))['active-clients'] === '2', 5_000, 'the server to see the close');
   });
 
-  it('by default accepts any well-formed non-nil UUID (the v1 id of §10) and a TTL over 30 days', async () => {
+  it('by default accepts any well-formed non-nil UUID (the v1 id of Workq\'s examples) and a TTL over 30 days', async () => {
     const c = await open();
     const q = 'prof-default';
     expect((await c.add(V1_ID, q, 1000, 2_592_000_001, 'v1')).text).toBe(OK);
@@ -876,11 +876,11 @@ describe('workq: commands (§3, §5), ordering (§7) and inspect', () => {
   });
 });
 
-describe('workq: timers (§6) and waits (§8)', () => {
+describe('workq: timers and waits', () => {
   const doors = sharedProtocols({ workq: {} });
   const open = workqClients(() => doors.port('workq'));
 
-  it('a lease whose TTR runs out is requeued, and a waiting lease gets it (§6)', async () => {
+  it('a lease whose TTR runs out is requeued, and a waiting lease gets it', async () => {
     const c = await open();
     const w = await open();
     const q = 'ttr-wake';
@@ -897,7 +897,7 @@ describe('workq: timers (§6) and waits (§8)', () => {
     expect((await c.delete(x)).text).toBe(OK);
   });
 
-  it('a job back from a TTR expiry keeps its place, ahead of newer jobs (§7)', async () => {
+  it('a job back from a TTR expiry keeps its place, ahead of newer jobs', async () => {
     const c = await open();
     const q = 'ttr-place';
     const [x, y, z] = ids(3);
@@ -1043,7 +1043,7 @@ describe('workq: timers (§6) and waits (§8)', () => {
     expect((await c.lease([q], 0)).text).toBe(TIMEOUT);
   });
 
-  it('run phase 2: a job leased when the wait-timeout runs out is waited for until its TTR deadline (§5.3)', async () => {
+  it('run phase 2: a job leased when the wait-timeout runs out is waited for until its TTR deadline', async () => {
     const a = await open();
     const b = await open();
     const q = 'run-phase2';
@@ -1070,7 +1070,7 @@ describe('workq: timers (§6) and waits (§8)', () => {
     expect((await b.lease([q], 0)).text).toBe(TIMEOUT);
   });
 
-  it('result answers at once when final, waits for a later one, wakes every waiter (§10 #8), and times out', async () => {
+  it('result answers at once when final, waits for a later one, wakes every waiter (the reference wakes one), and times out', async () => {
     const c = await open();
     const q = 'res-wait';
     const [a, b, n, d] = ids(4);
@@ -1175,7 +1175,7 @@ describe('workq: races between connections, and a queue process killed with -9',
   });
 });
 
-describe('workq: the strict profile (§4, §10 #1, #2)', () => {
+describe('workq: the strict profile (the reference server\'s v4-only ids and 30-day TTL cap)', () => {
   const doors = sharedProtocols({ workq: { strict: true } });
   const open = workqClients(() => doors.port('workq'));
 
@@ -1202,7 +1202,7 @@ describe('workq: the strict profile (§4, §10 #1, #2)', () => {
     expect((await c.delete(x)).text).toBe(OK);
   });
 
-  it('delete of a parsable v1 id answers +OK (it deletes nothing); of an unknown v4 id -NOT-FOUND (§5.7)', async () => {
+  it('delete of a parsable v1 id answers +OK (it deletes nothing); of an unknown v4 id -NOT-FOUND', async () => {
     const c = await open();
     expect((await c.delete(V1_ID)).text).toBe(OK);
     expect((await c.delete(randomUUID())).text).toBe(NOT_FOUND);

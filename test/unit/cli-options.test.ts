@@ -1,5 +1,5 @@
 /**
- * bin/rq's option parsing (spec/rq.md §6.1), RQ's quirks included: an argument that
+ * bin/rq's option parsing (docs/cli.md), RQ's quirks included: an argument that
  * merely contains `--` is an option, its name is the argument minus its first two
  * characters, and a bare option is `true`. Also the help text and the exit-code table.
  */

@@ -1,4 +1,4 @@
-// Message ids (spec/rq.md §1.7, §1.8, §10.2): the UTC short id, the hashed placement
+// Message ids (docs/layout.md): the UTC short id, the hashed placement
 // derived from it, and how full ids and relative roots are read.
 import { describe, expect, it } from 'vitest';
 import {

@@ -1,4 +1,4 @@
-// The hashed listings of the message store (spec/rq.md §1.8): ids newest first, read
+// The hashed listings of the message store (docs/layout.md): ids newest first, read
 // lazily directory by directory, skipped minute directories only counted; the count
 // walks the same tree. The start-up sweep of prep/. And a full disk, for real (a small
 // tmpfs): RQ_NO_SPACE naming the queue, no temp file left, and the one move that needs no

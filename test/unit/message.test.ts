@@ -1,4 +1,4 @@
-// Building a new message from client input (spec/rq.md §1.10, §2.2). Clients see the
+// Building a new message from client input. Clients see the
 // msg JSON byte for byte, so the key order and the defaults are part of the contract.
 import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';

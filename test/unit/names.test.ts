@@ -1,4 +1,4 @@
-// Queue names (spec/rq.md §10.1): the one check every front door makes before a name
+// Queue names: the one check every front door makes before a name
 // becomes a path.
 import { describe, expect, it } from 'vitest';
 import { isNewRqQueueName, isProtocolQueueName, isRqQueueName, isValidQueueName } from '../../src/domain/names.js';

@@ -1,4 +1,4 @@
-// How a run ends (spec/rq.md §2.6, §2.7, §3.5): the worker's exit plus its first
+// How a run ends (docs/scripts.md, "Exit status"): the worker's exit plus its first
 // completion report give the next state and, in the hard cases, RQ's exact status text.
 import { describe, expect, it } from 'vitest';
 import { MAX_RESEND_STATUS, decideOutcome, describeExit, type RunExit } from '../../src/spawn/outcome.js';

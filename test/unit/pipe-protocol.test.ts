@@ -1,4 +1,4 @@
-// The worker → rq line protocol on fd 3 (spec/rq.md §3.4): how a line splits into
+// The worker → rq line protocol on fd 3 (docs/scripts.md, "The pipe protocol"): how a line splits into
 // command and status text, which lines are completion reports, and how the byte
 // stream becomes lines.
 import { describe, expect, it } from 'vitest';

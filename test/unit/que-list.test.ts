@@ -1,4 +1,4 @@
-// The in-memory que (spec/rq.md §2.4, §2.9): always ordered by due time then id, so the
+// The in-memory que: always ordered by due time then id, so the
 // head is the next message to run, and indexed by coalescing key.
 import { describe, expect, it } from 'vitest';
 import { QueList, paramKey } from '../../src/queue/que-list.js';

@@ -1,4 +1,4 @@
-// A queue's config.json (spec/rq.md §1.5): the normalisation applied at every load,
+// A queue's config.json (docs/configuration.md): the normalisation applied at every load,
 // the file-naming errors of the parser, and the exact form written at creation.
 import { describe, expect, it } from 'vitest';
 import { RqError } from '../../src/domain/errors.js';

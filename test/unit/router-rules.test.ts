@@ -1,8 +1,8 @@
-// The router's rules file (spec/rq.md §9.3, rq's JSON form in src/router/rules.ts): what a
+// The router's rules file (docs/router.md, rq's JSON form in src/router/rules.ts): what a
 // good file parses to, every validation error with the rule and field it names (on one
 // line), RQ's Ruby rules refused with a pointer to the JSON form, the default rule,
 // matching, host selection with a chosen random source, and RQ's address transform with
-// the spec's two examples.
+// the two examples of RQ's router.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -177,7 +177,7 @@ describe('accepted hosts', () => {
 });
 
 describe('RQ’s Ruby rules', () => {
-  const NOT_READ = "RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (README: The router)";
+  const NOT_READ = "RQ's Ruby rules are not read; rq's rules are JSON in config/rq_router_rules.json (docs/router.md)";
 
   it('are refused with a pointer to the JSON form, by their text', () => {
     expect(() => parseRules('rule "stats"\naction :relay\ndest /^stats/\nroute "h1"\n\n', {})).toThrow(new RqError('RQ_CONFIG', NOT_READ));
@@ -273,7 +273,7 @@ describe('selectHosts', () => {
 });
 
 describe('transformDest', () => {
-  it('the spec’s examples', () => {
+  it('the examples of RQ’s router', () => {
     expect(transformDest('http://oldhost.btrll.com/q/box_que', 'brxlog-be-halb02.btrll.com')).toBe('http://brxlog-be-halb02.btrll.com:3333/q/box_que');
     expect(transformDest('ftp_cleaner', 'stats2.btrll.com')).toBe('http://stats2.btrll.com:3333/q/ftp_cleaner');
   });

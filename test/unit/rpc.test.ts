@@ -1,4 +1,4 @@
-// RQ's RPC framing over Unix sockets (spec/rq.md §5.1): `rq1 ` + 8-digit byte length +
+// RQ's RPC framing over Unix sockets (docs/socket.md): `rq1 ` + 8-digit byte length +
 // ` ` + payload, one request and one reply per connection.
 import net from 'node:net';
 import path from 'node:path';

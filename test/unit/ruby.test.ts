@@ -1,4 +1,4 @@
-// Ruby's lenient number parsing (spec/rq.md §0), which count, max_count, num_workers,
+// Ruby's lenient number parsing (as RQ parsed numbers), which count, max_count, num_workers,
 // resend delays and due times all go through.
 import { describe, expect, it } from 'vitest';
 import { rubyToF, rubyToI } from '../../src/domain/ruby.js';

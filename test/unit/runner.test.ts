@@ -1,4 +1,4 @@
-// The worker runner (spec/rq.md §3.1, §1.9): the argv that Ruby's exec(string) would use
+// The worker runner (docs/scripts.md): the argv that Ruby's exec(string) would use
 // for "<exec_prefix> <real script>", the start-marker time, stdio.log's start marker before any output, and
 // the markers of the start, the status lines and the exit in timeline.log, the end of a run
 // when the queue process's loop was busy, and a start refused on a full disk (a small tmpfs, /dev/full).

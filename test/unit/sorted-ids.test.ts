@@ -1,4 +1,4 @@
-// The sorted id set behind the err listing (spec/rq.md §5.2: names sorted descending),
+// The sorted id set behind the err listing (the `messages` command: names sorted descending),
 // checked against a plain sort of the same ids after random adds and deletes.
 import { describe, expect, it } from 'vitest';
 import { SortedIds, lowerBound } from '../../src/queue/sorted-ids.js';

@@ -1,4 +1,4 @@
-// The message states and the table of legal moves (spec/rq.md §2.1, §2.13). The store
+// The message states and the table of legal moves (docs/layout.md). The store
 // refuses any move not in the table, so the table is the whole lifecycle.
 import { describe, expect, it } from 'vitest';
 import { HASHED_STATES, STATES, TRANSITIONS, isLegalMove, isState, type State } from '../../src/domain/states.js';

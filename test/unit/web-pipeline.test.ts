@@ -1,5 +1,5 @@
 /**
- * The pure parts of the web pipeline (spec/rq.md §7.1): the relative-root matcher, path
+ * The pure parts of the web pipeline: the relative-root matcher, path
  * clean-up, and RQ's reply dump.
  */
 import { describe, expect, it } from 'vitest';

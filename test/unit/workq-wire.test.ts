@@ -1,4 +1,4 @@
-// The Workq wire codec (spec/workq.md §1–§5, §9, §10): framing and its error recovery, the
+// The Workq wire codec (docs/doors/workq.md): framing and its error recovery, the
 // argument grammar and the order of checks, and the exact bytes of every reply.
 import { describe, expect, it } from 'vitest';
 import { WorkqDecoder, type Decoded } from '../../src/protocols/workq/decoder.js';
@@ -8,7 +8,7 @@ import type { WireOptions, WorkqRequest } from '../../src/protocols/workq/reques
 const LENIENT: WireOptions = { strictUuidV4: false, strictTtlCap: false };
 const STRICT: WireOptions = { strictUuidV4: true, strictTtlCap: true };
 
-/** §9's id (version 4), the document's version-1 example, and the nil UUID. */
+/** The example exchange's id (version 4), the version-1 id of Workq's examples, and the nil UUID. */
 const ID = '6ba7b810-9dad-41d1-80b4-00c04fd430c4';
 const V1 = '6ba7b810-9dad-11d1-80b4-00c04fd430c4';
 const NIL = '00000000-0000-0000-0000-000000000000';
@@ -49,7 +49,7 @@ const add = (args: string, flags = ''): string => `add ${args} 4${flags}\r\npong
 const schedule = (args: string, flags = ''): string => `schedule ${args} 4${flags}\r\npong\r\n`;
 const run = (args: string, flags = ''): string => `run ${args} 4${flags}\r\npong\r\n`;
 
-describe('replies (§2)', () => {
+describe('replies', () => {
   it('writes the fixed replies and the error forms byte for byte', () => {
     expect(OK.toString()).toBe('+OK\r\n');
     expect(TIMEOUT.toString()).toBe('-TIMEOUT\r\n');
@@ -58,12 +58,12 @@ describe('replies (§2)', () => {
     expect(serverError('Queue out of sync').toString()).toBe('-SERVER-ERROR Queue out of sync\r\n');
   });
 
-  it('writes §9’s lease and result replies', () => {
+  it('writes the example exchange’s lease and result replies', () => {
     expect(leaseReply(ID, 'ping', 1000, Buffer.from('pong')).toString()).toBe(`+OK 1\r\n${ID} ping 1000 4\r\npong\r\n`);
     expect(resultReply(ID, true, Buffer.from('ok')).toString()).toBe(`+OK 1\r\n${ID} 1 2\r\nok\r\n`);
   });
 
-  it('writes a failed job with no result as `<id> 0 0` and an empty line (§5.8)', () => {
+  it('writes a failed job with no result as `<id> 0 0` and an empty line', () => {
     expect(resultReply(ID, false, Buffer.alloc(0)).toString()).toBe(`+OK 1\r\n${ID} 0 0\r\n\r\n`);
   });
 
@@ -75,7 +75,7 @@ describe('replies (§2)', () => {
     expect(result).toEqual(Buffer.concat([Buffer.from(`+OK 1\r\n${ID} 0 7\r\n`), payload, Buffer.from('\r\n')]));
   });
 
-  it('writes §5.9’s job record example exactly', () => {
+  it('writes Workq’s documented job record example exactly', () => {
     const created = Date.UTC(2026, 10, 21, 5, 25, 33, 480);
     const reply = inspectReply([
       {
@@ -130,8 +130,8 @@ describe('replies (§2)', () => {
   });
 });
 
-describe('§9 worked exchange: the requests', () => {
-  it('decodes each client line of §9', () => {
+describe('the example exchange: the requests', () => {
+  it('decodes each client line of the example exchange', () => {
     expect(request(`add ${ID} ping 1000 60000 4 -priority=10 -max-attempts=3 -max-fails=1\r\npong\r\n`)).toEqual({
       cmd: 'add',
       id: ID,
@@ -168,7 +168,7 @@ describe('§9 worked exchange: the requests', () => {
   });
 });
 
-describe('framing (§1)', () => {
+describe('framing', () => {
   describe('command line', () => {
     it.each([
       ['an empty line', '\r\n'],
@@ -459,7 +459,7 @@ describe('framing (§1)', () => {
   });
 });
 
-describe('the error catalogue (§3): each text and a trigger', () => {
+describe('the error texts: each text and a trigger', () => {
   it.each([
     ['Unknown command', 'inspect nothing\r\n'],
     ['Invalid command args', `delete ${ID} ${ID}\r\n`],
@@ -482,7 +482,7 @@ describe('the error catalogue (§3): each text and a trigger', () => {
   });
 });
 
-describe('argument grammar (§4)', () => {
+describe('argument grammar', () => {
   describe('ids', () => {
     it.each([
       ['upper case', ID.toUpperCase()],
@@ -539,7 +539,7 @@ describe('argument grammar (§4)', () => {
       expect(request(add(`${ID} q 1000 60000`), STRICT)).toMatchObject({ cmd: 'add', id: ID });
     });
 
-    it('delete: a parsable non-v4 id is to be ignored under strictUuidV4, an ordinary id otherwise (§5.7, §10 #10)', () => {
+    it('delete: a parsable non-v4 id is to be ignored under strictUuidV4, an ordinary id otherwise', () => {
       expect(request(`delete ${V1}\r\n`, STRICT)).toEqual({ cmd: 'delete', id: V1, ignore: true });
       expect(request(`delete ${V1}\r\n`)).toEqual({ cmd: 'delete', id: V1, ignore: false });
       expect(request(`delete ${ID}\r\n`, STRICT)).toEqual({ cmd: 'delete', id: ID, ignore: false });
@@ -627,7 +627,7 @@ describe('argument grammar (§4)', () => {
       }
     });
 
-    it('lease with wait 0 is an ordinary request (the server polls, §10 #7)', () => {
+    it('lease with wait 0 is an ordinary request (the server polls)', () => {
       expect(request('lease q 0\r\n')).toEqual({ cmd: 'lease', names: ['q'], waitMs: 0 });
     });
   });
@@ -677,7 +677,7 @@ describe('argument grammar (§4)', () => {
   });
 });
 
-describe('order of checks (§5)', () => {
+describe('order of checks', () => {
   it.each([
     ['id parse first', add('nonsense a/b x x', ' -max-attempts=x -priority=x'), LENIENT, 'Invalid ID'],
     ['ttr parse before name charset', add(`${ID} a/b x 60000`), LENIENT, 'Invalid TTR'],
@@ -767,7 +767,7 @@ describe('order of checks (§5)', () => {
     expect(decode('remove -=1\r\n')).toEqual([err('Unknown command')]);
   });
 
-  describe('inspect (§5.9)', () => {
+  describe('inspect', () => {
     it.each([
       ['no object', 'inspect\r\n', 'Invalid command args'],
       ['only a flag', 'inspect -x=1\r\n', 'Invalid command args'],

@@ -1,5 +1,5 @@
 /**
- * `add` and `schedule` (§5.1, §5.2): make a job, ready now or at its time.
+ * `add` and `schedule`: make a job, ready now or at its time.
  * `schedule` is `add` with a time; they share this handler.
  *
  *   add <id> <name> <ttr> <ttl> <payload-size> [-max-attempts=<n>] [-max-fails=<n>] [-priority=<n>]\r\n<payload>\r\n
@@ -13,7 +13,7 @@ import type { WorkqRequest } from './requests.js';
 import { ATTEMPT_CAP, UNSCHEDULED_RANK, type WorkqDoor } from './door.js';
 import { OK } from './replies.js';
 
-/** Expiry instants past year 9999 are "never" (§4). */
+/** Expiry instants past year 9999 are "never" (a TTL may be up to 2^64 - 1 ms). */
 const LAST_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 export async function add(door: WorkqDoor, req: Extract<WorkqRequest, { cmd: 'add' | 'schedule' }>): Promise<Buffer> {

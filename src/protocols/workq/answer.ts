@@ -1,6 +1,6 @@
 /**
  * A Workq request's reply: the handler table, from each command's wire name to its
- * handler, and the one table from rq's error codes to Workq replies (§2).
+ * handler, and the one table from rq's error codes to Workq replies.
  *
  * A name this door may not use (a queue of a token-protected lmstfy namespace that the
  * section's `queues` patterns do not name, door-access.ts) is `Invalid Name` to `add`,
@@ -19,20 +19,20 @@ import type { WorkqRequest } from './requests.js';
 import { result } from './result.js';
 import { run } from './run.js';
 
-/** A name this door may not use (door-access.ts): §3's word for a name it cannot take. */
+/** A name this door may not use (door-access.ts): Workq's error for a name it cannot take. */
 const CLOSED_NAME = clientError('Invalid Name');
 /** A failure inside rq (a bug, a file it cannot write): its text is for the log, not the client. */
 const INTERNAL_ERROR = serverError('internal error');
 /** In ERROR_REPLIES: `-SERVER-ERROR` with the error's own text. */
-const OWN_TEXT = 'own text';
+export const OWN_TEXT = 'own text';
 
 /**
- * The one mapping from rq's errors to Workq replies (§2). An error whose text rq writes
+ * The one mapping from rq's errors to Workq replies. An error whose text rq writes
  * for a client, saying what to do next (a full disk, a queue process that is restarting
  * or DOWN), is `-SERVER-ERROR` with that text; every other error has its fixed reply,
  * whatever its text says.
  */
-const ERROR_REPLIES = {
+export const ERROR_REPLIES = {
   RQ_NOT_FOUND: NOT_FOUND,
   RQ_DUPLICATE: clientError('Duplicate job'),
   RQ_NOT_IN_STATE: serverError('Queue out of sync'),

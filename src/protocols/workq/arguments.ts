@@ -1,12 +1,12 @@
 /**
- * The grammar of a Workq argument's value (§4): integers, UUIDs, names and
+ * The grammar of a Workq argument's value: integers, UUIDs, names and
  * times, each read to a value or to undefined when it is not one. What the value may be
- * (a range, a profile) is the command table's (requests.ts). Where the spec leaves room,
+ * (a range, a profile) is the command table's (requests.ts). Where the Workq protocol leaves room,
  * this is what we decided:
  * - Integers follow Go's strconv: ParseUint (digits only, leading zeros fine, no sign) for
  *   ttr, ttl, wait-timeout, max-attempts, max-fails, cursor offset and limit; ParseInt (an
- *   optional `+` or `-`) for priority and for the block size, which §1/§3 describe as "a
- *   decimal integer" that may be "negative" (so `+4` and `-0` are sizes). A digit string too
+ *   optional `+` or `-`) for priority and for the block size, which Workq describes as a
+ *   decimal integer that may be negative (so `+4` and `-0` are sizes). A digit string too
  *   long for its type is the same error as any other bad value.
  * - `<time>`: exactly `YYYY-MM-DDTHH:MM:SS`, then optionally `.` and one or more digits (kept to
  *   the nanosecond, further digits dropped, as Go does), then `Z`. Fields out of range and
@@ -16,7 +16,7 @@
  */
 import { isProtocolQueueName } from '../../domain/names.js';
 
-/** §4's integer limits. */
+/** Workq's integer limits. */
 export const UINT8 = 255;
 export const UINT32 = 4_294_967_295;
 const UINT64 = 18_446_744_073_709_551_615n;
@@ -70,7 +70,7 @@ export const isV4 = (id: string): boolean => V4.test(id);
 
 const WORKQ_NAME = /^[A-Za-z0-9_.-]{1,255}$/;
 
-/** §4's name rule, plus rq's: no leading `.`, no `.deleted.<digits>` suffix (names.ts). */
+/** Workq's name rule, plus rq's: no leading `.`, no `.deleted.<digits>` suffix (names.ts). */
 export const isWorkqName = (name: string): boolean => WORKQ_NAME.test(name) && isProtocolQueueName(name);
 
 const TIME = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?Z$/;
@@ -89,7 +89,7 @@ export function parseTime(text: string): number | undefined {
   return date.getTime() + Number(`${fraction.slice(0, 3)}.${fraction.slice(3)}`);
 }
 
-/** A command line's flags, by key (§1). */
+/** A command line's flags, by key. */
 export type Flags = ReadonlyMap<string, string>;
 
 /** A flag's value read by `parse`: 0 (the default of every Workq flag) when absent, undefined when bad. */

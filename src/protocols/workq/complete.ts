@@ -1,5 +1,5 @@
 /**
- * `complete` and `fail` (§5.5, §5.6): a worker's result for a job it leased.
+ * `complete` and `fail`: a worker's result for a job it leased.
  * They differ only in the success flag; they share this handler.
  *
  *   complete <id> <result-size>\r\n<result>\r\n

@@ -1,6 +1,6 @@
 /**
  * One Workq connection: its bytes go to the decoder (decoder.ts), and the requests that
- * come out are answered one at a time, in order, with exactly one reply each (§1). A
+ * come out are answered one at a time, in order, with exactly one reply each. A
  * blocking command holds up its own connection only.
  *
  * What a connection holds in memory is bounded: the bytes it has sent that are not yet
@@ -39,7 +39,7 @@ export function workqHeldBytes(): number {
 export function serveConnection(socket: net.Socket, door: WorkqDoor, options: WireOptions): void {
   door.clients++;
   const decoder = new WorkqDecoder(options);
-  /** Aborted when the client sent its last byte (or went): waits end, so no job is leased for nobody (§8). */
+  /** Aborted when the client sent its last byte (or went): waits end, so no job is leased for nobody. */
   const gone = new AbortController();
   /** Decoded items in order; `upTo`: on the last item decoded from a chunk, the bytes received up to its end. */
   const waiting: Array<{ item: Decoded; upTo?: number }> = [];
@@ -90,7 +90,7 @@ export function serveConnection(socket: net.Socket, door: WorkqDoor, options: Wi
           const peer = `${socket.remoteAddress}:${socket.remotePort}`;
           door.log.warn({ peer }, 'workq client sent HTTP (a request line or Host header), possibly a web page attacking this port; connection closed');
         }
-        // §1: a framing violation closes the connection; the replies already written go first.
+        // A framing violation closes the connection; the replies already written go first.
         waiting.length = 0;
         release(received);
         ended = true;
@@ -115,7 +115,7 @@ export function serveConnection(socket: net.Socket, door: WorkqDoor, options: Wi
     flow();
     void drain();
   });
-  // EOF: answer what came whole (blocking ones as polls); a command cut off in the middle is dropped (§1).
+  // EOF: answer what came whole (blocking ones as polls); a command cut off in the middle is dropped.
   socket.on('end', () => {
     if (decoder.pending > 0) door.log.debug({ bytes: decoder.pending }, 'workq client closed in the middle of a command');
     ended = true;

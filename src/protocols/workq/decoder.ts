@@ -1,13 +1,13 @@
 /**
- * The Workq decoder (spec/workq.md §1, §10): turns one connection's bytes into requests
+ * The Workq decoder (see docs/doors/workq.md): turns one connection's bytes into requests
  * or the error reply to send. It owns the framing: command lines, flags, data blocks, the
  * reference's error recovery and the size cap; the command table (requests.ts) checks
  * what a line and its block say. It does no I/O and keeps no queue state: the connection
- * (connection.ts) feeds it socket bytes and runs what comes out. Where the spec leaves
+ * (connection.ts) feeds it socket bytes and runs what comes out. Where the protocol leaves
  * room, this is what we decided:
  * - Order of the line checks: command name (`Unknown command`), then flag syntax
  *   (`Invalid command flags`), then the positional count (`Invalid command args`), then the
- *   size (`Invalid payload size` / `Invalid result size`). These are §1's "parser" checks:
+ *   size (`Invalid payload size` / `Invalid result size`). These are Workq's parser checks:
  *   when one fails, the block is left unread and its bytes are read as the next line.
  * - Size cap: a command line (with its CR LF) plus its block's bytes may not exceed
  *   1,058,576 bytes (10,000 of line plus 1 MiB); past that, or when that many bytes arrive
@@ -27,7 +27,7 @@ export type Decoded =
   /** An error reply to write as it is (e.g. `-CLIENT-ERROR Invalid ID\r\n`): the command failed a check. */
   | { reply: Buffer }
   /**
-   * A framing violation (§1: bare LF, over-size command), or a command line that is HTTP
+   * A framing violation (bare LF, over-size command), or a command line that is HTTP
    * (`http`): close the connection without replying. Nothing is decoded after it.
    */
   | { close: true; http?: true };
@@ -35,7 +35,7 @@ export type Decoded =
 const CR = 0x0d;
 const LF = 0x0a;
 
-/** §1: the largest block, and the largest command (10,000 bytes of line plus 1 MiB). */
+/** The largest block, and the largest command (10,000 bytes of line plus 1 MiB). */
 const MAX_BLOCK = 1_048_576;
 const MAX_COMMAND = 1_058_576;
 
@@ -106,7 +106,7 @@ class Input {
   }
 }
 
-/** Incremental decoder of one connection's byte stream (§1). */
+/** Incremental decoder of one connection's byte stream. */
 export class WorkqDecoder {
   private readonly options: WireOptions;
   private readonly input = new Input();
@@ -135,7 +135,7 @@ export class WorkqDecoder {
     return out;
   }
 
-  /** Bytes held for an incomplete command (0 when idle between commands). The server closes without reply at EOF when > 0 (§1: EOF in the middle of a line). */
+  /** Bytes held for an incomplete command (0 when idle between commands). The server closes without reply at EOF when > 0 (EOF in the middle of a line). */
   get pending(): number {
     return this.input.length + (this.awaiting?.lineBytes ?? 0);
   }
@@ -164,7 +164,7 @@ export class WorkqDecoder {
     }
   }
 
-  /** §1's parser checks on one line; undefined when a block command now waits for its block. */
+  /** The parser checks on one line; undefined when a block command now waits for its block. */
   private decodeLine(text: string, lineBytes: number): Decoded | undefined {
     const [cmd = '', ...tokens] = text.split(' ');
     const block = BLOCK_COMMANDS.get(cmd);

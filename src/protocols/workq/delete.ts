@@ -1,5 +1,5 @@
 /**
- * `delete` (§5.7): remove a job, in any state.
+ * `delete`: remove a job, in any state.
  *
  *   delete <id>\r\n
  *

@@ -4,9 +4,9 @@
  * A Workq job is a pull message in the rq queue of its name: the client's UUID is its
  * external id with server scope (unique across every queue and held until the job is
  * removed, `queues/.ids/`), and its TTL is final (the result lives until it). The order
- * of §7 is the pull order: priority, then rank (add and run jobs: below every instant;
+ * of a Workq queue is the pull order: priority, then rank (add and run jobs: below every instant;
  * scheduled jobs: their time), then the sort key (created, to the microsecond, then the
- * id). Max-attempts 0 ("unlimited") is stored as max_count 255, the hard cap of §6.
+ * id). Max-attempts 0 ("unlimited") is stored as max_count 255, Workq's hard cap.
  *
  * What is this door's own: the names used only by `lease` (`config/workq.names`, one per
  * line), the connection count, the start time, and the evicted count (the sum of the
@@ -27,9 +27,9 @@ import { doorAccess } from '../door-access.js';
 import type { PublishInput, PullClient, PullStats } from '../pull-client.js';
 import type { WorkqConfig } from './config.js';
 
-/** Add and run jobs sort before every scheduled job of their priority (§7). */
+/** Add and run jobs sort before every scheduled job of their priority. */
 export const UNSCHEDULED_RANK = Number.MIN_SAFE_INTEGER;
-/** Max-attempts 0: the hard cap of §6. */
+/** Max-attempts 0: Workq's hard cap of 255 attempts. */
 export const ATTEMPT_CAP = 255;
 
 /** A job by its UUID: its queue and its short id there. */
@@ -64,7 +64,7 @@ export class WorkqDoor {
     this.mayTouch = doorAccess(ctx.namespaces, options.queues);
   }
 
-  /** The evicted count of §5.9, from this door's start. */
+  /** The evicted count `inspect server` shows, from this door's start. */
   get evictedTotal(): number {
     return this.evicted.total;
   }
@@ -92,7 +92,7 @@ export class WorkqDoor {
     await Promise.all(queueDirNames(this.root).map((q) => this.stats(q).catch(() => undefined)));
   }
 
-  /** Make a job of this door: the UUID as a server-scoped external id, the TTL final, in §7's order. */
+  /** Make a job of this door: the UUID as a server-scoped external id, the TTL final, in Workq's order. */
   async publish(name: string, id: string, input: Omit<PublishInput, 'src'>): Promise<void> {
     const isNew = !this.client.exists(name);
     await this.client.publish(name, { src: 'workq', ext_id: id, ext_scope: 'server', ttl_final: true, requeue: 'place', sort_key: sortKey(id), ...input });
@@ -113,13 +113,13 @@ export class WorkqDoor {
   }
 }
 
-/** The sort key after rank: created (µs, fixed width), then the id (§7). */
+/** The sort key after rank: created (µs, fixed width), then the id. */
 function sortKey(id: string): string {
   const micros = Math.round((performance.timeOrigin + performance.now()) * 1000);
   return `${String(micros).padStart(17, '0')} ${id}`;
 }
 
-/** The evicted count of §5.9, from this door's start: the queue processes' counts, carried over their restarts. */
+/** The evicted count `inspect server` shows, from this door's start: the queue processes' counts, carried over their restarts. */
 class EvictedCount {
   private readonly since: number;
   private readonly seen = new Map<string, { started: number; evicted: number; base: number }>();

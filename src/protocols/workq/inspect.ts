@@ -1,5 +1,5 @@
 /**
- * `inspect` (§5.9): the server, the queues, one queue, a queue's jobs (ready or
+ * `inspect`: the server, the queues, one queue, a queue's jobs (ready or
  * scheduled), or one job, as records of `<key> <value>` lines.
  *
  *   inspect server\r\n
@@ -61,7 +61,7 @@ export async function inspect(door: WorkqDoor, req: InspectRequest): Promise<Buf
   }
 }
 
-/** §5.9's job state: 0 NEW, 1 COMPLETED, 2 FAILED, 3 PENDING, 4 LEASED. */
+/** Workq's job state numbers: 0 NEW, 1 COMPLETED, 2 FAILED, 3 PENDING, 4 LEASED. */
 function stateNumber(job: PulledJob): number {
   if (job.state === 'run') return 4;
   if (job.state === 'done') return 1;

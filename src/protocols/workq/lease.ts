@@ -1,6 +1,6 @@
 /**
- * `lease` (§5.4): the first job ready in any of the names, waiting up to the
- * timeout; names made meanwhile join the wait. No queue has precedence (§8).
+ * `lease`: the first job ready in any of the names, waiting up to the
+ * timeout; names made meanwhile join the wait. No queue has precedence.
  *
  *   lease <name>... <wait-timeout>\r\n
  *
@@ -30,7 +30,7 @@ export async function lease(door: WorkqDoor, { names, waitMs }: Extract<WorkqReq
   }
   const deadline = Date.now() + waitMs;
   for (;;) {
-    // No queue has precedence (§8): the order of the names is shuffled.
+    // No queue has precedence: the order of the names is shuffled.
     const missing = new Set(names.filter((n) => !client.exists(n)));
     const existing = shuffle(names.filter((n) => !missing.has(n)));
     const turn = new AbortController();

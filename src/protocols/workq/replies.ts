@@ -1,5 +1,5 @@
 /**
- * The Workq replies (§2), as the bytes sent: the fixed ones (`+OK`,
+ * The Workq replies, as the bytes sent: the fixed ones (`+OK`,
  * `-TIMEOUT`, `-NOT-FOUND`), the error lines, and the encoders of a leased job, a result
  * and an inspect listing, with the time format they use. Nothing here decides which reply
  * a command gets: the handlers and the decoder do.

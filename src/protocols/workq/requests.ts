@@ -1,23 +1,24 @@
 /**
- * The Workq command table (§3–§5): the commands, how many positional
+ * The Workq command table: the commands, how many positional
  * arguments each takes and whether a data block follows, and every argument check of
- * §5 in the spec's order, turning a command line (and its block) into a typed request or
+ * each command in Workq's order, turning a command line (and its block) into a typed request or
  * the text of the `-CLIENT-ERROR` it failed. It does no I/O and keeps no queue state; the
  * checks that need the store (Duplicate job, Duplicate result, NOT-FOUND) are the
- * handlers'. Where the spec leaves room, this is what we decided:
+ * handlers'. Where the protocol leaves room, this is what we decided:
  * - Flag *counts* (more than 3 on add/schedule, more than 1 on run, any flag on complete and
- *   fail) are checked after the block was read, so the block is consumed. §5.1 puts "more than
- *   3 flags" in step 2, after step 1's "size and block", and §1's recovery list names only the
- *   argument count, the flag syntax and the size; complete and fail get the same treatment.
- * - The nil UUID is refused everywhere (§4), `delete` and `inspect job` included.
+ *   fail) are checked after the block was read, so the block is consumed. Workq checks "more
+ *   than 3 flags" on add after the size and the block, and recovers (reads the block as the
+ *   next command) only after a bad argument count, flag syntax or size; complete and fail get
+ *   the same treatment.
+ * - The nil UUID is refused everywhere, `delete` and `inspect job` included.
  * - "In the future" checks use Date.now() when the command is decoded.
  */
 import { INT32_MAX, INT32_MIN, NIL_UUID, UINT32, UINT8, isV4, isWorkqName, optionalFlag, parseInt, parseTime, parseUint, parseUint64, parseUuid, type Flags } from './arguments.js';
 
 export interface WireOptions {
-  /** §4 profile: only version-4 RFC 4122 UUIDs (the reference); default false = any well-formed non-nil UUID. */
+  /** Profile: only version-4 RFC 4122 UUIDs (as the reference server); default false = any well-formed non-nil UUID. */
   strictUuidV4: boolean;
-  /** §4 profile: TTL capped at 2,592,000,000 ms (the reference); default false = any uint64 >= 1. */
+  /** Profile: TTL capped at 2,592,000,000 ms (as the reference server); default false = any uint64 >= 1. */
   strictTtlCap: boolean;
 }
 
@@ -35,16 +36,16 @@ export type WorkqRequest =
   | { cmd: 'result'; id: string; waitMs: number }
   | { cmd: 'lease'; names: string[]; waitMs: number }
   | { cmd: 'complete' | 'fail'; id: string; result: Buffer }
-  | { cmd: 'delete'; id: string; /** strictUuidV4 and a parsable non-v4 id: answer +OK and delete nothing (§5.7). */ ignore: boolean }
+  | { cmd: 'delete'; id: string; /** strictUuidV4 and a parsable non-v4 id: answer +OK and delete nothing, as the reference server does. */ ignore: boolean }
   | InspectRequest;
 
-/** §4's limits. */
+/** Workq's limits. */
 const MAX_TTR_MS = 86_400_000;
 const MAX_WAIT_MS = 86_400_000;
 const STRICT_TTL_CAP = 2_592_000_000n;
 const MAX_LIMIT = 100;
 
-/** §3's texts, as the checks (and the decoder) raise them. */
+/** Workq's error texts, as the checks (and the decoder) raise them. */
 export const E = {
   unknown: 'Unknown command',
   args: 'Invalid command args',
@@ -64,7 +65,7 @@ export const E = {
   limit: 'Invalid limit',
 } as const;
 
-/** A command line split into positional arguments and flags (§1). */
+/** A command line split into positional arguments and flags. */
 export interface Line {
   cmd: string;
   args: string[];
@@ -76,12 +77,12 @@ export const BLOCK_COMMANDS: ReadonlyMap<string, { args: number; sizeError: stri
   ['add', { args: 5, sizeError: E.payloadSize }],
   ['schedule', { args: 6, sizeError: E.payloadSize }],
   ['run', { args: 5, sizeError: E.payloadSize }],
-  ['complete', { args: 2, sizeError: E.payloadSize }], // sic, §5.5
+  ['complete', { args: 2, sizeError: E.payloadSize }], // sic: Workq says payload, not result, here
   ['fail', { args: 2, sizeError: E.resultSize }],
 ]);
 export const LINE_COMMANDS: ReadonlySet<string> = new Set(['lease', 'result', 'delete', 'inspect']);
 
-/** §5.9: the inspect objects and their positional counts after the object. */
+/** The inspect objects and their positional counts after the object. */
 const INSPECT_ARGS: ReadonlyMap<string, number> = new Map([
   ['server', 0],
   ['queues', 2],
@@ -94,12 +95,12 @@ const INSPECT_ARGS: ReadonlyMap<string, number> = new Map([
 /** A check's outcome: the request, or the text of the `-CLIENT-ERROR` it failed. */
 export type Checked = WorkqRequest | string;
 
-/** The id is acceptable (§4 profile): never nil; version 4 with the RFC 4122 variant under strictUuidV4. */
+/** The id is acceptable (the profile): never nil; version 4 with the RFC 4122 variant under strictUuidV4. */
 function acceptable(id: string, options: WireOptions): boolean {
   return id !== NIL_UUID && (!options.strictUuidV4 || isV4(id));
 }
 
-/** `add` step 4 (§5.1), also `schedule`'s, with the TTL counted from `startMs`. */
+/** `add`'s range checks (id, name, TTR, TTL, expiry in the future), also `schedule`'s, with the TTL counted from `startMs`. */
 function jobRanges(options: WireOptions, id: string, name: string, ttrMs: number, ttl: bigint, startMs: number, now: number): string | undefined {
   if (!acceptable(id, options)) return E.id;
   if (!isWorkqName(name)) return E.name;
@@ -111,7 +112,7 @@ function jobRanges(options: WireOptions, id: string, name: string, ttrMs: number
   return undefined;
 }
 
-/** The checks of add, schedule, run, complete and fail that come after the block (§5.1–§5.6). */
+/** The checks of add, schedule, run, complete and fail that come after the block. */
 export function checkBlockCommand(line: Line, payload: Buffer, options: WireOptions): Checked {
   const { cmd, args, flags } = line;
   // The block's size was checked against 1 MiB before it was read, which covers each
@@ -168,7 +169,7 @@ export function checkBlockCommand(line: Line, payload: Buffer, options: WireOpti
   }
 }
 
-/** lease, result, delete and inspect, which have no block (§5.4, §5.7–§5.9). */
+/** lease, result, delete and inspect, which have no block. */
 export function checkLineCommand({ cmd, args, flags }: Line, options: WireOptions): Checked {
   switch (cmd) {
     case 'lease': {
@@ -198,7 +199,7 @@ export function checkLineCommand({ cmd, args, flags }: Line, options: WireOption
   }
 }
 
-/** §5.9. */
+/** `inspect`'s arguments. */
 function checkInspect(args: string[], flags: Flags): Checked {
   const [what, ...rest] = args;
   if (what === undefined) return E.args;
@@ -219,7 +220,7 @@ function checkInspect(args: string[], flags: Flags): Checked {
     case 'queue':
       return isWorkqName(first) ? { cmd: 'inspect', what, name: first } : E.name;
     case 'job': {
-      // No version check here (§5.9), whatever the profile.
+      // No version check here, whatever the profile.
       const id = parseUuid(first);
       return id === undefined || id === NIL_UUID ? E.id : { cmd: 'inspect', what, id };
     }

@@ -1,5 +1,5 @@
 /**
- * `result` (§5.8): a job's result, waiting up to the timeout for it.
+ * `result`: a job's result, waiting up to the timeout for it.
  *
  *   result <id> <wait-timeout>\r\n
  *

@@ -1,5 +1,5 @@
 /**
- * `run` (§5.3): make a job and wait for its result.
+ * `run`: make a job and wait for its result.
  *
  *   run <id> <name> <ttr> <wait-timeout> <payload-size> [-priority=<n>]\r\n<payload>\r\n
  *
@@ -31,7 +31,7 @@ export async function run(door: WorkqDoor, req: Extract<WorkqRequest, { cmd: 'ru
     const r = await door.client.resultWait(req.name, req.id, now + req.waitMs, { leaseGrace: true, signal: gone });
     return r ? resultReply(req.id, r.success, Buffer.from(r.result, 'base64')) : TIMEOUT;
   } finally {
-    // Whatever the outcome, the job is gone once run has answered (§5.3).
+    // Whatever the outcome, the job is gone once run has answered.
     await door.client.remove(req.name, req.id).catch((e: unknown) => {
       if (!(e instanceof RqError && e.code === 'RQ_NOT_FOUND')) door.log.warn({ id: req.id, err: (e as Error).message }, 'cannot remove a run job; its TTL will');
     });

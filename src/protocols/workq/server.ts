@@ -1,5 +1,5 @@
 /**
- * The Workq front door (spec/workq.md): a TCP server in the web process. Its parts, in
+ * The Workq front door (docs/doors/workq.md): a TCP server in the web process. Its parts, in
  * this folder: the codec (decoder.ts, requests.ts, arguments.ts, replies.ts), the state the
  * handlers share (door.ts), one handler per command, named by its wire name (add.ts also
  * serves `schedule`, complete.ts also `fail`), the handler and error tables (answer.ts),

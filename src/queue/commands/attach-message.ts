@@ -1,5 +1,5 @@
 /**
- * `attach_message` (spec/rq.md §2.10): attach the file `pathname` (absolute) to a prep
+ * `attach_message`: attach the file `pathname` (absolute) to a prep
  * message as `name` (else the file's base name). Precondition: the message is in prep,
  * under its lock. On disk: the file hard-linked (or copied) in as `attach/<name>.tmp`,
  * hashed, renamed to `attach/<name>`; durable with the commit (store/attachments.ts).

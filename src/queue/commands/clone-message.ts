@@ -1,5 +1,5 @@
 /**
- * `clone_message` (spec/rq.md §2.11): a new message from a finished one (err, relayed or
+ * `clone_message`: a new message from a finished one (err, relayed or
  * done), its attachments hard-linked in, committed to que. Precondition: the source is
  * finished, under its lock while the clone is made. On disk: `prep/<new id>` made with
  * `msg` (`cloned_from`) and `attach/`, in one durable commit, then committed to que.

@@ -1,5 +1,5 @@
 /**
- * `create_message` (spec/rq.md §2.2): a new message straight into que. The argument is
+ * `create_message`: a new message straight into que. The argument is
  * the message input (`dest` required, see domain/message.ts). With `"_announce": true`
  * its full id is announced before the commit. Precondition: the queue is not DOWN. On
  * disk: `que/<id>/msg` made and its index line appended, in one durable commit. Errors:

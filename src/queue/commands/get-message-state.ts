@@ -1,5 +1,5 @@
 /**
- * `get_message_state` (spec/rq.md §2.1): where a message is, once no command is changing
+ * `get_message_state`: where a message is, once no command is changing
  * it. Precondition: none. On disk: nothing (reads). Errors: RQ_BAD_REQUEST `lacking
  * 'msg_id' field`, RQ_NOT_FOUND `msg not found`. Reply: `["ok", <state>]`.
  */

@@ -1,5 +1,5 @@
 /**
- * `get_message` (spec/rq.md §1.10): a message's read view with `_attachments` (md5, size,
+ * `get_message`: a message's read view with `_attachments` (md5, size,
  * path), once no command is changing it. Precondition: the message exists. On disk:
  * nothing (reads). Errors: RQ_BAD_REQUEST `lacking 'msg_id' field`, RQ_NOT_FOUND `msg not
  * found`, RQ_BAD_MESSAGE `msg couldn't be read`. Reply: `["ok", <view>]`.

@@ -1,5 +1,5 @@
 /**
- * The queue process's command table (spec/rq.md §5.2), built from the command files
+ * The queue process's command table (docs/socket.md), built from the command files
  * beside this one, each named by its wire name. RQ's commands first, then those beyond
  * RQ: `search`, `stats`, `history`, `bulk` and `adopt` for the web, `clean` (housekeeping.ts), and the pull model's
  * commands for external workers and the protocol front doors. `shutdown` is the queue

@@ -1,5 +1,5 @@
 /**
- * `messages` (spec/rq.md §5.2): a state's messages in RQ's listing order. Beyond RQ, an
+ * `messages`: a state's messages in RQ's listing order. Beyond RQ, an
  * `offset` pages the listing and a paged reply gives every message's status text.
  * Precondition: none (answers while DOWN). On disk: nothing (reads). Errors:
  * RQ_BAD_REQUEST `invalid or missing 'state' field (<state>)`, `'offset' must be an

@@ -1,5 +1,5 @@
 /**
- * `prep_message` (spec/rq.md §2.2): a new message in prep, to get attachments before
+ * `prep_message`: a new message in prep, to get attachments before
  * `commit_message`. With `"_announce": true` its full id is announced before the commit.
  * Precondition: the queue is not DOWN. On disk: `prep/<id>/msg`, one durable commit.
  * Errors: as create_message. Reply: `["ok", <full id>]`.

@@ -1,5 +1,5 @@
 /**
- * `run_message` (spec/rq.md §2.11): move a waiting message to the front of que, due now
+ * `run_message`: move a waiting message to the front of que, due now
  * (or just before the first in run order). Precondition: the message is in que, under
  * its lock. On disk: its `msg` rewritten with the new `due` (a record in the journal).
  * Errors: RQ_BAD_REQUEST `lacking 'msg_id' field`; RQ's text `msg not in runnable state`

@@ -1,5 +1,5 @@
 /**
- * `status` (spec/rq.md §1.11): the queue's status, the admin flags read again now.
+ * `status`: the queue's status, the admin flags read again now.
  * Precondition: none (answers while DOWN). On disk: nothing. Errors: none. Reply:
  * `["UP" | "PAUSE" | "DOWN" | "SCRIPTERROR"]`.
  */

@@ -1,5 +1,5 @@
 /**
- * Files of a message, read straight from the disk (spec/rq.md §7.3, §7.4): logs from
+ * Files of a message, read straight from the disk: logs from
  * `job/` and attachments from `attach/` as raw bytes with byte ranges, RQ's tail viewer
  * pages, and the live tail over Server-Sent Events (tail-stream.ts).
  *
@@ -33,7 +33,7 @@ interface Area {
 const LOGS: Area = { dir: 'job', what: 'Message ID log' };
 const ATTACHMENTS: Area = { dir: 'attach', what: 'Message ID attachment' };
 
-/** RQ's types by extension (§7.1); anything else is a download. */
+/** RQ's types by extension; anything else is a download. */
 const TYPES: Record<string, string> = {
   '.json': 'application/json',
   '.log': 'text/plain; charset=utf-8',
@@ -152,7 +152,7 @@ function startOffset(req: Request): number | undefined {
   const raw = typeof header === 'string' && header !== '' ? header : query;
   if (raw === undefined) return undefined;
   const n = typeof raw === 'string' && /^\d{1,15}$/.test(raw) ? Number(raw) : NaN;
-  // The value is not echoed: error bodies are sent as HTML (§7.1).
+  // The value is not echoed: error bodies are sent as HTML.
   if (!Number.isSafeInteger(n)) throw webError('RQ_BAD_REQUEST', 'Expected the start offset (Last-Event-ID or from) to be a byte count: digits only, at most 15');
   return n;
 }
@@ -183,7 +183,7 @@ export function fileRoutes(ctx: WebContext): Router {
   r.get('/q/:name/:msg_id/events/:log_name', events(LOGS, 'log_name'));
   r.get('/q/:name/:msg_id/events/attach/:attach_name', events(ATTACHMENTS, 'attach_name'));
 
-  /** RQ's tail viewer (§7.4), standalone, fed by the live tail. */
+  /** RQ's tail viewer, standalone, fed by the live tail. */
   const tailview = (area: Area, param: string) => async (req: Request, res: Response) => {
     const name = checkFileName(String(req.params[param]), area.what);
     const queue = String(req.params['name']);

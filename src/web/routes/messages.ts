@@ -1,10 +1,10 @@
 /**
- * Message routes of spec/rq.md §7.3 and §7.5: the new-message form (with the queue's
- * `form.json` overrides, §1.6) and its POST, the message and prep pages and their `.json`
+ * Message routes (docs/http-api.md): the new-message form (with the queue's
+ * `form.json` overrides) and its POST, the message and prep pages and their `.json`
  * read view, `state.json`, clone, run now, commit, delete, destroy, and attachment upload
  * and deletion.
  *
- * Every change is an RPC to the queue that serves the URL's queue (router mode, §7.6);
+ * Every change is an RPC to the queue that serves the URL's queue (router mode, docs/router.md);
  * the replies, flashes and error texts are RQ's, word for word. Where RQ answered `null`
  * or a 500 because the queue process did not answer, the gateway's `send` waits for a
  * restarting one and otherwise answers 503 (client/call.ts): RQ_UNAVAILABLE when nothing
@@ -42,21 +42,21 @@ import { timelineOf, type ValuePart } from '../timeline.js';
 import { dump, noSpace, refused, rqReply, webError } from '../web-errors.js';
 import type { ReplyOf } from '../../rpc/queue-api.js';
 
-/** `_method` of a new message → the queue command that creates it (§7.5 step 4). */
+/** `_method` of a new message → the queue command that creates it. */
 const CREATE_COMMANDS = new Map<string, 'create_message' | 'prep_message' | 'single_que'>([
   ['commit', 'create_message'],
   ['prep', 'prep_message'],
   ['single_que', 'single_que'],
 ]);
 
-/** `_method` of `POST /q/:name/:msg_id` (besides `run_now`) and RQ's replies for it (§7.3). */
+/** `_method` of `POST /q/:name/:msg_id` (besides `run_now`) and RQ's replies for it. */
 const MESSAGE_METHODS = new Map<string, { command: 'delete_message' | 'destroy_message' | 'commit_message'; notice: string; error: string; okToQueue: boolean }>([
   ['delete', { command: 'delete_message', notice: 'Message deleted successfully', error: 'Delete got', okToQueue: true }],
   ['destroy', { command: 'destroy_message', notice: 'Message destroyed successfully', error: 'destroy got', okToQueue: true }],
   ['commit', { command: 'commit_message', notice: 'Message committed successfully', error: 'Commit got', okToQueue: false }],
 ]);
 
-/** The summary rows RQ shows initially hidden, in its order (§7.4 "Summary table"). */
+/** The summary rows RQ shows initially hidden, in its order. */
 const DETAIL_KEYS = [
   'msg_id',
   'count',
@@ -154,7 +154,7 @@ function attachmentRows(view: Record<string, unknown>, q: string, id: string, ro
   });
 }
 
-/** The queue's `form.json` (§1.6): absent is no overrides; present but not a JSON object is a 500. */
+/** The queue's `form.json`: absent is no overrides; present but not a JSON object is a 500. */
 async function readOverrides(file: string, log: Logger): Promise<Record<string, unknown>> {
   let data: unknown;
   try {
@@ -171,7 +171,7 @@ async function readOverrides(file: string, log: Logger): Promise<Record<string, 
   return data;
 }
 
-/** RQ's `show_field` and `text` over the overrides (§1.6). */
+/** RQ's `show_field` and `text` over the overrides. */
 function formOverrides(data: Record<string, unknown>): { show(id: string): boolean; text(id: string, key: string, fallback: string): string } {
   return {
     show: (id) => data['default'] !== 'hidden' || Object.hasOwn(data, id),
@@ -193,7 +193,7 @@ function queueWarning(probe: QueueProbe): string | undefined {
 }
 
 /**
- * The message input of `POST …/new_message` (§7.5 step 1) and the reply style: a JSON body
+ * The message input of `POST …/new_message` and the reply style: a JSON body
  * is the message; otherwise `x_format=html` takes the form fields `mesg[...]`, and any
  * other `x_format` (default `json`) the JSON text in `mesg`.
  */
@@ -220,7 +220,7 @@ function messageInput(req: Request): { input: Record<string, unknown>; html: boo
 }
 
 /**
- * §7.5 step 2: Ruby `to_i` of `count` and `max_count`; a string `post_run_webhook` split
+ * As RQ: Ruby `to_i` of `count` and `max_count`; a string `post_run_webhook` split
  * on whitespace. Beyond RQ (which dropped them silently), an unknown key is a 400 that
  * names it, so a typo like `parm1` is not lost, and so is input nested too deep to store.
  */

@@ -1,5 +1,5 @@
 /**
- * Queue-level routes of RQ's HTTP API (the README's "HTTP API"; the list of queues is
+ * Queue-level routes of RQ's HTTP API (docs/http-api.md; the list of queues is
  * overview.ts's): queue creation (form and link) and deletion, the queue page and
  * its `.json` / `.txt` variants, `done.json`, admin operations, restart, the config, and
  * search (RQ's JSON route and the dashboard's free-text form).
