@@ -18,6 +18,9 @@
 export const STATES = ['prep', 'que', 'run', 'done', 'err', 'relayed'] as const;
 export type State = (typeof STATES)[number];
 
+/** RQ's order of the states in search results: prep, que, run, err, done, relayed. */
+export const SEARCH_ORDER: readonly State[] = ['prep', 'que', 'run', 'err', 'done', 'relayed'];
+
 /** States whose directories are hashed `YYYYMMDD/HH/MM/<id>` (the id's UTC date, hour and minute). */
 export const HASHED_STATES: ReadonlySet<State> = new Set(['done', 'relayed']);
 

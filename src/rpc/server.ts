@@ -11,22 +11,37 @@ import { ALLOCATED, PacketBuffer, encodePacket, socketAddress, splitRequest } fr
 export interface RpcConnection {
   /** Allow this long without traffic before the connection is dropped (default 60 s). */
   setIdleTimeout(ms: number): void;
-  /** Called once if the client closes the connection before the reply is sent. */
+  /**
+   * Called once if the client closes the connection, or shuts down its sending side, before
+   * the reply is sent (the two look alike from here: it may be gone). The reply is sent all
+   * the same, for a client that only half-closed.
+   */
   onClose(listener: () => void): void;
   /** Send `["allocated", id]` ahead of the reply; resolves once it is written (or the client is gone). */
   announce(id: string): Promise<void>;
 }
 
-/** Serve one request per connection; `handle` returns the reply payload (JSON text). */
+/**
+ * Serve one request per connection; `handle` returns the reply payload (JSON text). A
+ * client may shut down its sending side once its request is written (`printf … | socat -`
+ * does): the connection stays open for the reply, and the server closes it after.
+ */
 export function createRpcServer(handle: (command: string, argument: string, conn: RpcConnection) => Promise<string>): net.Server {
-  return net.createServer((sock) => {
+  return net.createServer({ allowHalfOpen: true }, (sock) => {
     const received = new PacketBuffer();
     let handled = false;
     const onTimeout = (): void => void sock.destroy();
     sock.setTimeout(60_000, onTimeout);
+    let ended = false;
+    const endListeners: Array<() => void> = [];
+    const clientEnded = (): void => {
+      if (ended) return;
+      ended = true;
+      for (const listener of endListeners.splice(0)) listener();
+    };
     const conn: RpcConnection = {
       setIdleTimeout: (ms) => void sock.setTimeout(Math.min(ms, 2 ** 31 - 1), onTimeout),
-      onClose: (listener) => void sock.once('close', listener),
+      onClose: (listener) => (ended ? listener() : void endListeners.push(listener)),
       announce: (id) =>
         new Promise((resolve) => {
           if (sock.destroyed) resolve();
@@ -60,7 +75,11 @@ export function createRpcServer(handle: (command: string, argument: string, conn
       received.push(c);
       tryHandle(false);
     });
-    sock.on('end', () => tryHandle(true));
+    sock.on('end', () => {
+      tryHandle(true);
+      clientEnded();
+    });
+    sock.on('close', clientEnded);
     sock.on('error', () => sock.destroy());
   });
 }

@@ -9,13 +9,21 @@
  * (worker → rq) and fd 4 (rq → worker) as blocking socket ends, nice 19, and its own
  * process group (`detached`), so a timeout can signal the whole tree.
  *
+ * Each run's section of `stdio.log` starts with its start marker, on a line of its own
+ * (after a newline only when the log so far does not end with one). RQ's forked child
+ * wrote it before its exec; Node runs no code in a child, so the command is started
+ * through `/bin/sh`, which waits on fd 5 until the marker is written and then execs it
+ * (same pid, fd 5 closed): the script cannot write before its marker. A command that
+ * could not be executed (not found, not executable, its `#!` interpreter missing) is
+ * spawned directly, so its failure is reported by the spawn as before.
+ *
  * Beyond RQ, the run's facts go to a file of their own beside `stdio.log`, `job/timeline.log`
  * (lib/log-markers.ts), for the message page's timeline: the start marker again, each
  * status-pipe line as `<pid> - <time> - RQ STATUS - <line>` when it is read, and the end as
  * `<pid> - <time> - RQ EXIT - <code <n>|signal <SIG>> - ran <ms> ms`, written before the
  * exit is reported, so the file holds it before the message leaves run. One write per read
  * of the status pipe and one at the exit, on an fd held open for the run: no fsync. A
- * write that fails (a full disk) is left out. `stdio.log` stays as RQ wrote it.
+ * write that fails (a full disk) is left out. `stdio.log` has only the start marker and the script's output.
  *
  * A worker that writes garbage, never exits or dies by a signal only ever reaches the
  * queue process as lines and an exit event; writes to fd 4 after it has gone (EPIPE)
@@ -170,6 +178,47 @@ function openTimeline(file: string): { note(lines: string): void; close(): void 
   };
 }
 
+/** The fd on which the gate's shell waits (until it is closed) before it execs the command. */
+const GATE_FD = 5;
+const GATE = `read _ <&${GATE_FD}; exec ${GATE_FD}<&-; exec "$@"`;
+
+/** Whether a log (empty, or ending with a newline) lets a line start now. */
+function endsLine(logFd: number, logFile: string): boolean {
+  const size = fs.fstatSync(logFd).size;
+  if (size === 0) return true;
+  const last = Buffer.alloc(1);
+  const fd = fs.openSync(logFile, 'r');
+  try {
+    fs.readSync(fd, last, 0, 1, size - 1);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return last[0] === 0x0a;
+}
+
+/**
+ * Whether `command` would be executed: found (on `PATH` when it has no `/`), an
+ * executable file, and its `#!` interpreter (if any) an executable file too.
+ */
+function canExec(command: string, cwd: string, pathVar: string | undefined): boolean {
+  const candidates = command.includes('/') ? [path.resolve(cwd, command)] : (pathVar ?? '/usr/bin:/bin').split(':').map((dir) => path.resolve(cwd, dir, command));
+  const file = candidates.find(isRunnable);
+  if (file === undefined) return false;
+  const head = Buffer.alloc(256);
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(file, 'r');
+    const text = head.subarray(0, fs.readSync(fd, head, 0, head.length, 0)).toString('latin1');
+    if (!text.startsWith('#!')) return true;
+    const interpreter = text.slice(2).split('\n')[0]!.trim().split(/[ \t]/)[0]!;
+    return isRunnable(interpreter);
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
 /** How long after exit to wait for a status pipe a grandchild still holds open. */
 const DRAIN_GRACE_MS = 100;
 
@@ -182,10 +231,12 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
   const spawnedAt = performance.now();
   let child: ChildProcess;
   try {
-    child = spawn(spec.argv[0]!, spec.argv.slice(1), {
+    const gated = canExec(spec.argv[0]!, spec.cwd, spec.env['PATH']);
+    const [command, ...args] = gated ? ['/bin/sh', '-c', GATE, 'sh', ...spec.argv] : spec.argv;
+    child = spawn(command!, args, {
       cwd: spec.cwd,
       env: spec.env,
-      stdio: ['ignore', logFd, logFd, 'pipe', 'pipe'],
+      stdio: ['ignore', logFd, logFd, 'pipe', 'pipe', gated ? 'pipe' : 'ignore'],
       detached: true,
     });
     if (child.pid === undefined) {
@@ -193,16 +244,15 @@ export function spawnWorker(spec: SpawnSpec): SpawnedWorker {
       child.on('error', () => {});
       throw new Error(`cannot spawn ${spec.argv.join(' ')}`);
     }
-    // RQ's forked child wrote this marker before exec. Node cannot run code in the child,
-    // so it is appended as soon as the pid is known; a script that prints at once on a
-    // busy machine may get its first bytes in before it.
     const started = markerLine(child.pid, 'START', spec.realScript);
     try {
-      fs.writeSync(logFd, `\n${started}`);
+      fs.writeSync(logFd, `${endsLine(logFd, spec.logFile) ? '' : '\n'}${started}`);
     } catch (e) {
       abandon(child);
       throw e;
     }
+    // The gate opens: the command runs.
+    (child.stdio as ReadonlyArray<{ destroy(): void } | null | undefined>)[GATE_FD]?.destroy();
     timeline.note(started);
   } catch (e) {
     timeline.close();

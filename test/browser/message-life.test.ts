@@ -127,7 +127,7 @@ describe('the message page', () => {
     }, 10_000, 'the webhook message to be done');
     // The note went to timeline.log (served as a log of the message, like stdio.log), not to stdio.log.
     const log = async (name: string): Promise<string> => (await fetch(`${web().base}/q/failing/${id}/log/${name}`)).text();
-    expect(await log('stdio.log')).toMatch(/^\n\d+ - \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4} - RQ START - \S+\/sneaky\.sh\n$/);
+    expect(await log('stdio.log')).toMatch(/^\d+ - \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4} - RQ START - \S+\/sneaky\.sh\n$/);
     expect((await log('timeline.log')).split('\n').map((l) => /^\d+ - \S+ \S+ \S+ - RQ (\w+) - /.exec(l)?.[1] ?? l)).toEqual(['START', 'STATUS', 'EXIT', 'WEBHOOK', '']);
     const link = page().locator('#msg-life li.tl-webhook a');
     expect(await link.getAttribute('href')).toMatch(/^\/q\/webhook\/\d{8}\.\d{4}\.\d\d\.\d{3}\.\d+$/);

@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, onTestFailed, onTestFinished } from 'vitest';
 import { isOk, rpcCall } from '../../src/client/rpc.js';
+import { encodePacket } from '../../src/rpc/wire.js';
 import { REPO, runBin, type CliResult } from './run-bin.js';
 
 export { REPO };
@@ -248,6 +249,27 @@ export class TestRoot {
       }
     }
   }
+}
+
+/**
+ * One request sent as `printf 'rq1 …' | socat - UNIX-CONNECT:<socket>` sends it: written,
+ * then the sending side shut down at once; the reply read until the server closes. Throws
+ * unless exactly one whole packet came.
+ */
+export function halfClosedCall(socketPath: string, command: string, argument: string): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const s = net.createConnection(socketPath);
+    const got: Buffer[] = [];
+    s.on('connect', () => s.end(encodePacket(command, ' ', argument)));
+    s.on('data', (c: Buffer) => got.push(c));
+    s.on('error', reject);
+    s.on('close', () => {
+      const bytes = Buffer.concat(got);
+      const header = /^rq1 (\d{8}) $/.exec(bytes.subarray(0, 13).toString('latin1'));
+      if (!header || bytes.length !== 13 + Number(header[1])) reject(new Error(`not one whole reply packet: ${JSON.stringify(bytes.toString())}`));
+      else resolve(JSON.parse(bytes.subarray(13).toString('utf8')));
+    });
+  });
 }
 
 export function shortId(full: string): string {

@@ -110,6 +110,8 @@ describe('recovery', () => {
       const id = await t.send('r', {});
       const pid = await runPid('r', id);
       const spawner = parentPid(pid);
+      // Its first report read: a report written once the spawner is gone would end it (SIGPIPE).
+      await waitFor(async () => (await t.statusOf('r', id)) === 'run - waiting for go', 10_000, 'the first report');
       if (how === 'killed') {
         await t.kill9('r');
       } else {
@@ -124,9 +126,12 @@ describe('recovery', () => {
   }
 
   it('a queue process stopped while a run is starting: the run is started once', async () => {
-    t.addQueue({ name: 'r', script: 'wait-go.sh' });
-    // The spawner holds each spawn for 1.5 s after the fork, so the queue process stops
-    // while its first run is still starting.
+    // A script that reports nothing until `go`: its status pipe's reader (the spawner) is
+    // gone by the time it runs, and a line written there would end it (SIGPIPE).
+    fs.writeFileSync(path.join(t.root, 'quiet-wait.sh'), '#!/bin/sh\nfor _ in $(seq 600); do [ -e go ] && break; sleep 0.1; done\necho "done went" >&3\n', { mode: 0o755 });
+    t.addQueue({ name: 'r', script: './quiet-wait.sh' });
+    // The spawner holds each spawn for 1.5 s after the fork (the script waits for its start
+    // line until then), so the queue process stops while its first run is still starting.
     const queue = await t.start('r', SLOW_SPAWNER_ENV);
     const id = await t.send('r', {});
     expect(fs.existsSync(path.join(t.queueDir('r'), 'run', id, 'pid'))).toBe(false);

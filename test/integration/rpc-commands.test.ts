@@ -8,7 +8,7 @@ import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { encodePacket } from '../../src/rpc/wire.js';
 import { SHORT_ID_RE } from '../../src/domain/ids.js';
-import { HOLD_COMMIT_ENV, TestRoot, recorded, shortId, waitFor, useTestRoot } from '../helpers/install.js';
+import { HOLD_COMMIT_ENV, TestRoot, halfClosedCall, recorded, shortId, waitFor, useTestRoot } from '../helpers/install.js';
 
 const root = useTestRoot();
 let t: TestRoot;
@@ -168,6 +168,24 @@ describe('queue process RPC', () => {
     expect(announced).toEqual(['allocated', (reply as [string, { id: string }])[1].id]);
   });
 
+  it('answers a client that half-closes after its request (as `printf … | socat -` does), then closes', async () => {
+    t.addQueue({ name: 'q1', num_workers: 0 });
+    t.addQueue({ name: 'p1' });
+    fs.writeFileSync(path.join(t.queueDir('p1'), 'config.json'), JSON.stringify({ name: 'p1', script: '', num_workers: 0 })); // a pull queue
+    await Promise.all([t.start('q1'), t.start('p1')]);
+    const sent = (queue: string, command: string, arg: unknown): Promise<unknown> => halfClosedCall(path.join(t.queueDir(queue), 'queue.sock'), command, arg === '' ? '' : JSON.stringify(arg));
+    expect(await sent('q1', 'ping', '')).toEqual(['pong']);
+    // Commands that do work (a commit) before they answer.
+    const [ok, full] = (await sent('q1', 'create_message', { dest: 'q1', param1: 'half' })) as [string, string];
+    expect(ok).toBe('ok');
+    expect(await t.message('q1', shortId(full))).toMatchObject({ param1: 'half', state: 'que' });
+    const published = (await sent('p1', 'publish', { payload: 'aGVsbG8=', tries: 3 })) as [string, { id: string }];
+    expect(published).toEqual(['ok', { id: expect.stringMatching(SHORT_ID_RE), ext_id: null }]);
+    // A blocking lease: a client that half-closes may be gone, so the wait ends, but the (empty) reply is still sent.
+    expect(await sent('p1', 'lease', { owner: 'w', count: 1, wait_ms: 60_000 })).toEqual(['ok', [expect.objectContaining({ id: published[1].id })]]);
+    expect(await sent('p1', 'lease', { owner: 'w', count: 1, wait_ms: 60_000 })).toEqual(['ok', []]);
+  });
+
   it('single_que returns the waiting message instead of creating another', async () => {
     t.addQueue({ name: 'q1', num_workers: 0 });
     await t.start('q1');
@@ -284,3 +302,4 @@ describe('queue process RPC', () => {
     await waitFor(async () => (await t.state('q1', id)) === 'done', 6000, 'the paused message to run after resume');
   });
 });
+

@@ -8,7 +8,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { REPO, TestRoot, freePort, pidAlive, useTestRoot, waitFor } from '../helpers/install.js';
+import { REPO, TestRoot, freePort, halfClosedCall, pidAlive, useTestRoot, waitFor } from '../helpers/install.js';
 
 const root = useTestRoot();
 let t: TestRoot;
@@ -231,6 +231,16 @@ describe('rq-mgr commands', () => {
       'queue not created: script ./nope.sh does not exist or is not executable',
     ]);
     expect(fs.existsSync(t.queueDir('noscript'))).toBe(false);
+  });
+
+  it('answers a client that half-closes after its request, as `printf … | socat -` does', async () => {
+    await startMgr();
+    const sock = path.join(t.root, 'config/queuemgr.sock');
+    expect(await halfClosedCall(sock, 'ping', '')).toEqual(['pong']);
+    const spec = JSON.stringify({ name: 'halfq', script: './scripts/done.sh', num_workers: '1', exec_prefix: '' });
+    expect(await halfClosedCall(sock, 'create_queue', spec)).toEqual(['success', 'queue created - awesome']);
+    expect(await t.rpc('halfq', 'ping', '')).toEqual(['pong']);
+    expect(await halfClosedCall(sock, 'pause_queue', 'halfq')).toEqual(['ok', 'halfq']);
   });
 
   it('creates a queue by link, validating the file in RQ’s order', async () => {

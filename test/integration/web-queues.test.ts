@@ -54,6 +54,9 @@ describe('queue routes', () => {
       fs.rmSync(path.join(root.queueDir('symq'), 'config.json'));
       fs.symlinkSync(path.join(root.root, 'configs/symq.json'), path.join(root.queueDir('symq'), 'config.json'));
       fs.writeFileSync(path.join(root.root, 'config/downq.down'), '');
+      // Ends in err or done as its param1 says.
+      fs.writeFileSync(path.join(root.root, 'err-or-done.sh'), '#!/bin/sh\n[ "$RQ_PARAM1" = err ] && echo "err as asked" >&3 || echo "done as asked" >&3\n', { mode: 0o755 });
+      root.addQueue({ name: 'order_search', script: './err-or-done.sh', exec_prefix: '' });
     },
   });
 
@@ -453,6 +456,24 @@ describe('queue routes', () => {
       expect(noBack.headers.get('location')).toBe(`${web().base}/`);
     });
 
+    it('with x_format=json, answers rq-mgr’s reply as JSON instead of a redirect, and a refusal as ["fail", reason]', async () => {
+      const json = async (res: Response): Promise<[number, string | null, unknown]> => [res.status, res.headers.get('content-type'), await res.json()];
+      const jsonType = 'application/json; charset=utf-8';
+      expect(await json(await web().postForm('/q/admin1/adminoper', { oper: 'pause', x_format: 'json' }))).toEqual([200, jsonType, ['ok', 'admin1']]);
+      expect((await (await web().get('/q/admin1.txt')).text()).split('\n')[0]).toBe('status: PAUSE');
+      expect(await json(await web().postForm('/q/admin1/adminoper', { resume: '1', x_format: 'json', back: '/q/admin1' }))).toEqual([200, jsonType, ['ok', 'admin1']]);
+      expect((await (await web().get('/q/admin1.txt')).text()).split('\n')[0]).toBe('status: UP');
+      expect(await json(await web().postForm('/q/admin1/adminoper', { oper: 'nap', x_format: 'json' }))).toEqual([
+        400,
+        jsonType,
+        ['fail', "Couldn't  queue. Send oper=pause|resume|down|up, or one of pause=1, resume=1, down=1, up=1; got oper=nap."],
+      ]);
+      expect(await json(await web().postForm('/q/nope/adminoper', { oper: 'pause', x_format: 'json' }))).toEqual([404, jsonType, ['fail', 'Queue not found']]);
+      const before = t().pidIn('queues/admin2/queue.pid');
+      expect(await json(await web().postForm('/q/admin2/restart', { x_format: 'json' }))).toEqual([200, jsonType, ['ok', 'admin2']]);
+      expect(t().pidIn('queues/admin2/queue.pid')).not.toBe(before);
+    });
+
     it('restart starts a new process: flash, 303 to back', async () => {
       const before = t().pidIn('queues/admin2/queue.pid');
       const res = await web().postForm('/q/admin2/restart', { back: '/q/admin2' });
@@ -496,6 +517,36 @@ describe('queue routes', () => {
       expect((await web().get('/search?name=nope')).status).toBe(404);
       expect((await web().get('/search')).status).toBe(404);
       expect((await web().get('/search?name=test_search&query[a][b]=c')).status).toBe(400);
+    });
+
+    it('lists by state in RQ’s order (prep, que, run, err, done), newest first within err and done: JSON and HTML', async () => {
+      const q = 'order_search';
+      // err and done made in turn, so their ids interleave; then one waiting (due in an hour) and one prepared.
+      const finished: string[] = [];
+      for (const param1 of ['err', 'done', 'err', 'done']) finished.push(await t().send(q, { param1, param2: 'ordered' }));
+      for (const id of finished) await waitFor(async () => ['err', 'done'].includes((await t().state(q, id)) ?? ''), 10_000, `${id} to finish`);
+      const waiting = await t().send(q, { param2: 'ordered', due: Math.floor(Date.now() / 1000) + 3600 });
+      const [, full] = (await t().rpc(q, 'prep_message', { dest: q, param2: 'ordered' })) as [string, string];
+      const prepared = full.slice(full.lastIndexOf('/') + 1);
+      const [err1, done1, err2, done2] = finished as [string, string, string, string];
+
+      const json = (await (await web().get(`/search?name=${q}&query[param2]=ordered`)).json()) as Array<{ msg_id: string; state: string }>;
+      // Within a state, in the order of the queue's own lists: err and done newest first.
+      const expected = [
+        ['prep', prepared],
+        ['que', waiting],
+        ['err', err2],
+        ['err', err1],
+        ['done', done2],
+        ['done', done1],
+      ];
+      expect(json.map((v) => [v.state, v.msg_id])).toEqual(expected);
+      const html = await (await web().get(`/search?x_format=html&q=ordered&name=${q}`)).text();
+      const rows = [...html.matchAll(/<td class="msg-id"><a href="[^"]+">([^<]+)<\/a><\/td>\n<td>(\w+)<\/td>/g)].map((m) => [m[2], m[1]]);
+      expect(rows).toEqual(expected);
+      // Searched in every queue, it is the same.
+      const everywhere = await (await web().get('/search?x_format=html&q=ordered')).text();
+      expect([...everywhere.matchAll(/<td class="msg-id"><a href="[^"]+">([^<]+)<\/a><\/td>\n<td>(\w+)<\/td>/g)].map((m) => [m[2], m[1]])).toEqual(expected);
     });
 
     it('the HTML search finds free text in params, ids and status text, in one queue or all, by state', async () => {

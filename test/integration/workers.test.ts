@@ -28,8 +28,23 @@ describe('end of a run', () => {
     const r = await runOne('done.sh');
     expect(r).toMatchObject({ state: 'done', status: 'done - all good' });
     const log = fs.readFileSync(path.join(t.root, (await t.message('w', r.id))['path'] as string, 'job/stdio.log'), 'utf8');
-    expect(log).toMatch(/(^|\n)\n\d+ - \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4} - RQ START - \/.*\/done\.sh\n/);
+    expect(log).toMatch(/^\d+ - \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4} - RQ START - \/.*\/done\.sh\n/);
     expect(log).toContain(`working on ${r.id}\n`);
+  });
+
+  it("stdio.log: each run's RQ START line comes first, before anything its script writes, with no empty line", async () => {
+    // The script writes at once, and its spawner is held for 1.5 s after each fork (before it
+    // can write the start line): the script must wait for its start line all the same.
+    fs.writeFileSync(path.join(t.root, 'hasty.sh'), '#!/bin/sh\necho "run $RQ_COUNT says hello"\n[ "$RQ_COUNT" = 0 ] && echo "resend 0-again" >&3 || echo "done twice" >&3\n', {
+      mode: 0o755,
+    });
+    t.addQueue({ name: 'w', script: './hasty.sh', exec_prefix: '' });
+    await t.start('w', SLOW_SPAWNER_ENV);
+    const id = await t.send('w', {});
+    expect(await t.waitState('w', id, 'done', 20_000)).toBe('done - twice');
+    const log = fs.readFileSync(path.join(t.root, (await t.message('w', id))['path'] as string, 'job/stdio.log'), 'utf8');
+    const start = expect.stringMatching(/^\d+ - \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4} - RQ START - \/.*\/hasty\.sh$/);
+    expect(log.split('\n')).toEqual([start, 'run 0 says hello', start, 'run 1 says hello', '']);
   });
 
   it('err with exit 0 → err - by design', async () => {

@@ -1,5 +1,5 @@
 // The worker runner (docs/scripts.md): the argv that Ruby's exec(string) would use
-// for "<exec_prefix> <real script>", the start-marker time, stdio.log left as RQ wrote it and
+// for "<exec_prefix> <real script>", the start-marker time, stdio.log's start marker before any output, and
 // the markers of the start, the status lines and the exit in timeline.log, the end of a run
 // when the queue process's loop was busy, and a start refused on a full disk (a small tmpfs, /dev/full).
 import fs from 'node:fs';
@@ -145,18 +145,45 @@ describe('spawnWorker', () => {
     new RegExp(`^${pid} - \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d [+-]\\d{4} - RQ ${word} - ${text}$`);
   /** The start marker's pattern: the script's path. */
   const started = (pid: number): RegExp => marker(pid, 'START', path.join(dir, 'worker.sh').replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-  /** The script's output waits for its start marker, which may otherwise come after its first bytes. */
-  const afterStart = 'until grep -q "RQ START" stdio.log; do sleep 0.01; done\n';
-
-  it("leaves stdio.log as RQ wrote it: the start marker, then the script's output, nothing else", async () => {
-    const { worker, ended } = start(`${afterStart}printf "half "\necho "run one" >&3\necho out\necho "done two" >&3\necho err >&2\nprintf "last, unfinished"\nexit 3\n`);
+  it("writes stdio.log as the start marker, then the script's output (even output written at once), nothing else", async () => {
+    const { worker, ended } = start(`printf "half "\necho "run one" >&3\necho out\necho "done two" >&3\necho err >&2\nprintf "last, unfinished"\nexit 3\n`);
     await ended;
     const log = fs.readFileSync(path.join(dir, 'stdio.log'), 'utf8').split('\n');
-    expect(log).toEqual(['', expect.stringMatching(started(worker.pid)), 'half out', 'err', 'last, unfinished']);
+    expect(log).toEqual([expect.stringMatching(started(worker.pid)), 'half out', 'err', 'last, unfinished']);
+    // A second run's marker starts a line of its own: after a newline only where the last run left its line unfinished.
+    const second = start('echo again\n');
+    await second.ended;
+    const third = start('echo thrice\n');
+    await third.ended;
+    expect(fs.readFileSync(path.join(dir, 'stdio.log'), 'utf8').split('\n')).toEqual([
+      expect.stringMatching(started(worker.pid)),
+      'half out',
+      'err',
+      'last, unfinished',
+      expect.stringMatching(started(second.worker.pid)),
+      'again',
+      expect.stringMatching(started(third.worker.pid)),
+      'thrice',
+      '',
+    ]);
+  });
+
+  it('runs the command in the pid it reports, with fd 5 closed and stdin /dev/null', async () => {
+    const { worker, lines, ended } = start('echo "pid $$" >&3\n[ -e /dev/fd/5 ] && echo "fd 5 open" >&3\nreadlink /proc/$$/fd/0 >&3\n');
+    await ended;
+    expect(lines).toEqual([`pid ${worker.pid}`, '/dev/null']);
+  });
+
+  it('reports a command that cannot be executed as a failed spawn, as before', () => {
+    const script = path.join(dir, 'nointerp.sh');
+    fs.writeFileSync(script, '#!/nonexistent/interpreter\n', { mode: 0o755 });
+    const spec = { argv: [script], cwd: dir, env: {}, logFile: path.join(dir, 'stdio.log'), realScript: script, onLine: () => {}, onExit: () => {} };
+    expect(() => spawnWorker(spec)).toThrow(/^cannot spawn /);
+    expect(() => spawnWorker({ ...spec, argv: ['no-such-command-here', script] })).toThrow(/^cannot spawn /);
   });
 
   it('writes its start, each status line and its exit to timeline.log, one line each', async () => {
-    const { worker, ended } = start(`${afterStart}printf "half "\necho "run one" >&3\necho "done two" >&3\nexit 3\n`);
+    const { worker, ended } = start(`printf "half "\necho "run one" >&3\necho "done two" >&3\nexit 3\n`);
     await ended;
     const lines = fs.readFileSync(path.join(dir, 'timeline.log'), 'utf8').split('\n');
     expect(lines).toEqual([
@@ -167,7 +194,7 @@ describe('spawnWorker', () => {
       '',
     ]);
     // The same start, at the same time, as in stdio.log.
-    expect(fs.readFileSync(path.join(dir, 'stdio.log'), 'utf8').split('\n')[1]).toBe(lines[0]);
+    expect(fs.readFileSync(path.join(dir, 'stdio.log'), 'utf8').split('\n')[0]).toBe(lines[0]);
   });
 
   /** A spec for a worker that would run for 5 s, its log at `logFile`. */

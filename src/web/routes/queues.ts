@@ -26,7 +26,7 @@ import { RqError } from '../../domain/errors.js';
 import { isPlainObject } from '../../domain/message.js';
 import { normaliseQueueConfig } from '../../domain/queue-config.js';
 import { bulkOpsFor } from '../../domain/bulk-ops.js';
-import { STATES, type State } from '../../domain/states.js';
+import { SEARCH_ORDER, STATES, type State } from '../../domain/states.js';
 import type { ListRow, MessageView } from '../../rpc/queue-api.js';
 import type { QueueLayout } from '../../store/layout.js';
 import { readLinkedConfig } from '../../store/config-files.js';
@@ -258,7 +258,7 @@ export function queueRoutes(ctx: WebContext): Router {
   /**
    * The dashboard's search: free text `q` (in the id, a param or the status text), RQ's
    * `query[...]` pairs, or both; in one queue (`name`) or all, one engine search each;
-   * optionally in one `state`. Results newest first.
+   * optionally in one `state`. Results by state in RQ's order, newest first within a state.
    */
   async function searchPage(req: Request, res: Response): Promise<void> {
     const text = (param(req, 'q') ?? '').trim();
@@ -289,7 +289,9 @@ export function queueRoutes(ctx: WebContext): Router {
         for (const view of reply[1].messages) results.push({ queue, view });
       }),
     );
-    results.sort((a, b) => b.view.msg_id.localeCompare(a.view.msg_id));
+    // By state in RQ's order, then newest first (as the queue lists err and done).
+    const rank = (view: MessageView): number => SEARCH_ORDER.indexOf(view.state);
+    results.sort((a, b) => rank(a.view) - rank(b.view) || b.view.msg_id.localeCompare(a.view.msg_id));
     if (results.length > SEARCH_LIMIT) truncated = true;
     await sendPage(res, 'search', {
       ...VIEW_HELPERS,
@@ -337,19 +339,22 @@ export function queueRoutes(ctx: WebContext): Router {
     res.json(reply[1]);
   });
 
+  // adminoper and restart answer a form with a redirect and its flash, and `x_format=json` with rq-mgr's reply (`["ok", "<q>"]`).
   r.post('/q/:name/adminoper', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
     const action = adminAction(params(req));
     const reply = await gw.mgr.send(`${action}_queue`, q.name);
     if (isRefusal(reply)) throw refused(`Couldn't ${action} queue.`, reply);
-    respond.redirect(req, res, respond.back(req), { notice: `Successfully ${PAST[action]} queue ${q.name}` });
+    if (param(req, 'x_format') === 'json') res.json(reply);
+    else respond.redirect(req, res, respond.back(req), { notice: `Successfully ${PAST[action]} queue ${q.name}` });
   });
 
   r.post('/q/:name/restart', async (req: Request, res: Response) => {
     const q = gw.existing(String(req.params['name']));
     const reply = await gw.mgr.send('restart_queue', q.name);
     if (isRefusal(reply)) throw refused("Couldn't restart queue.", reply);
-    respond.redirect(req, res, respond.back(req), { notice: `Successfully restarted queue ${q.name}` });
+    if (param(req, 'x_format') === 'json') res.json(reply);
+    else respond.redirect(req, res, respond.back(req), { notice: `Successfully restarted queue ${q.name}` });
   });
 
   r.get('/q/:name', async (req: Request, res: Response) => {
