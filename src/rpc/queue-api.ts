@@ -9,7 +9,7 @@
  * Every command may also answer a refusal (Fail): `["fail", text]` in RQ's shape, where a
  * third element carries the error's stable code (RQ's readers ignore it). The one other
  * refusal is `delete_attach_message`'s `[false, text]`, RQ's. A command the queue does not
- * know gets `["ERROR"]`, which no client of this map sends.
+ * know gets `[ "ERROR" ]` (RQ's bytes), which no client of this map sends.
  */
 import type { BulkOp } from '../domain/bulk-ops.js';
 import type { DiskUsage, StateUsage } from '../domain/disk-usage.js';

@@ -485,8 +485,9 @@ describe('queue routes', () => {
       expect((await web().postForm('/q/nope/restart', { back: '/' })).status).toBe(404);
     });
 
-    it('a queue directory rq-mgr does not run yet (made by hand, no reload) is a 404 with rq-mgr’s reason, not a 500', async () => {
-      t().addQueue({ name: 'handmade', script: 'done.sh', num_workers: 0 });
+    it('a queue directory rq-mgr does not run yet (made by hand, no config.json yet) is a 404 with rq-mgr’s reason, not a 500', async () => {
+      // rq-mgr serves a directory made by hand once its config.json is in place, so this one has none.
+      fs.mkdirSync(t().queueDir('handmade'));
       const admin = await web().postForm('/q/handmade/adminoper', { pause: '1' });
       expect(admin.status).toBe(404);
       expect(await admin.text()).toContain('invalid queue name');
