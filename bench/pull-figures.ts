@@ -47,9 +47,14 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Run `checkout`'s `bin/<command>` on `root`; throws with its output unless it exits 0. */
+export function runBin(checkout: string, root: string, command: string, args: readonly string[]): void {
+  const r = spawnSync(process.execPath, [path.join(checkout, 'bin', command), ...args], { env: { ...process.env, RQ_ROOT: root }, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`${command} ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+}
+
 export function rqMgr(root: string, command: 'start' | 'stop' | 'reload'): void {
-  const r = spawnSync(process.execPath, [path.join(REPO, 'bin/rq-mgr'), command], { env: { ...process.env, RQ_ROOT: root }, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`rq-mgr ${command}: ${r.stdout}${r.stderr}`);
+  runBin(REPO, root, 'rq-mgr', [command]);
 }
 
 async function untilListening(url: string): Promise<void> {

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { isOk, rpcCall } from '../src/client/rpc.js';
 import { normaliseQueueConfig, serialiseQueueConfig } from '../src/domain/queue-config.js';
 import { ensureQueueDirs, queueLayout, rootLayout } from '../src/store/layout.js';
-import { REPO, freePort, type PullBenchHelpers } from './pull-figures.js';
+import { REPO, freePort, runBin, type PullBenchHelpers } from './pull-figures.js';
 
 const QUEUE = 'start10k';
 const GOAL_MS = 600;
@@ -35,11 +35,6 @@ interface Install {
   checkout: string;
   root: string;
   port: number;
-}
-
-function runBin(checkout: string, root: string, command: string, args: string[]): void {
-  const r = spawnSync(process.execPath, [path.join(checkout, 'bin', command), ...args], { env: { ...process.env, RQ_ROOT: root }, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`${command} ${args.join(' ')}: ${r.stdout}${r.stderr}`);
 }
 
 /** A root made by `checkout`'s rq-install, with QUEUE holding `waiting` messages, rq-mgr stopped. */

@@ -6,7 +6,7 @@
  * every message of the state has a finished record (finished-records.ts).
  */
 import { PARAM_KEYS, type Message } from '../domain/message.js';
-import type { State } from '../domain/states.js';
+import { SEARCH_ORDER, type State } from '../domain/states.js';
 import { BigParam, type QueEntry } from '../store/que-index.js';
 import { readMoving, statusText, viewOf, type MessageView } from './lookup.js';
 import type { FinishedRecord } from './finished-records.js';
@@ -14,8 +14,6 @@ import type { QueueState, RunEntry } from './state.js';
 
 /** A search lets other events in after this many file reads. */
 const SEARCH_READS_PER_TURN = 256;
-/** The order in which `search` visits the states: RQ's. */
-const SEARCH_ORDER: readonly State[] = ['prep', 'que', 'run', 'err', 'done', 'relayed'];
 /** The fields of a read view where `search` looks for its free text. */
 const TEXT_FIELDS: readonly string[] = ['msg_id', ...PARAM_KEYS, 'status'];
 

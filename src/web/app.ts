@@ -22,7 +22,7 @@ import type { Logger } from '../lib/logger.js';
 import type { RootLayout } from '../store/layout.js';
 import type { WebContext } from './context.js';
 import { createGateway } from './gateway.js';
-import { budgeted, multipart, param, parseQuery } from './params.js';
+import { budgeted, multipart, parseQuery, wantsJson } from './params.js';
 import { allowedHost, allowedIps, basicAuth, baseHeaders, methodsAndHeaders, pageSetup, relativeRoot, requireMgr, sameOrigin } from './pipeline.js';
 import { QueueKinds } from './queue-kinds.js';
 import { PUBLIC_DIR, sendPage } from './render.js';
@@ -75,7 +75,7 @@ const JSON_ROUTE = /^\/q(\/[^/]+){0,2}\.json$|^\/q\/[^/]+\/([^/]+\/state|bulk\/[
 
 /** How an error is answered (see the file comment). */
 function errorStyle(req: Request): 'json' | 'page' | 'plain' {
-  if (JSON_ROUTE.test(req.path) || param(req, 'x_format') === 'json') return 'json';
+  if (JSON_ROUTE.test(req.path) || wantsJson(req)) return 'json';
   return req.accepts(['text/plain', 'text/html']) === 'text/html' ? 'page' : 'plain';
 }
 

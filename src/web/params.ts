@@ -71,6 +71,11 @@ export function param(req: Request, name: string): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
+/** Whether a program asked for JSON (`x_format=json`, a form field or a query parameter) instead of RQ's redirect. */
+export function wantsJson(req: Request): boolean {
+  return param(req, 'x_format') === 'json';
+}
+
 export function uploads(res: Response): Record<string, Upload> {
   return (res.locals['uploads'] as Record<string, Upload> | undefined) ?? {};
 }

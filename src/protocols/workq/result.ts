@@ -17,6 +17,7 @@ export async function result(door: WorkqDoor, req: Extract<WorkqRequest, { cmd: 
   const target = door.find(req.id);
   const ask = (waitMs: number, signal?: AbortSignal): Promise<PullResult | null> =>
     door.client.resultWait(target.queue, target.id, Date.now() + waitMs, signal ? { signal } : {});
-  const r = (gone.aborted ? null : await ask(req.waitMs, gone)) ?? (gone.aborted ? await ask(0) : null);
+  let r = gone.aborted ? null : await ask(req.waitMs, gone);
+  if (r === null && gone.aborted) r = await ask(0);
   return r ? resultReply(req.id, r.success, Buffer.from(r.result, 'base64')) : TIMEOUT;
 }

@@ -35,7 +35,7 @@ import { shown, utcTime } from '../format.js';
 import type { Logger } from '../../lib/logger.js';
 import type { WebContext } from '../context.js';
 import { checkMsgId, locateMessage, messageView } from '../lookups.js';
-import { param, params, removeUploads, uploads } from '../params.js';
+import { param, params, removeUploads, uploads, wantsJson } from '../params.js';
 import { probeQueue, type QueueProbe } from '../../client/queue-probe.js';
 import { sendPage, urlFor } from '../render.js';
 import { timelineOf, type ValuePart } from '../timeline.js';
@@ -249,7 +249,6 @@ export function messageRoutes(ctx: WebContext): Router {
     return { q, queue: gw.routed(q), id: checkMsgId(String(req.params['msg_id'])) };
   };
   const messageUrl = (t: { q: string; id: string }): string => urlFor(root, 'q', t.q, t.id);
-  const wantsJson = (req: Request): boolean => param(req, 'x_format') === 'json';
 
   /**
    * A cron entry's Run Now form names the entry (`schedule_entry`, from 1): refused with

@@ -35,7 +35,7 @@ import type { Flash } from '../flash.js';
 import { VIEW_HELPERS } from '../format.js';
 import { PAGE_SIZES, listView, timeInput, viewQuery } from '../list-filter.js';
 import { PROBE_TIMEOUT_MS } from '../gateway.js';
-import { checkedParam, param, params, wholeNumber } from '../params.js';
+import { checkedParam, param, params, wantsJson, wholeNumber } from '../params.js';
 import { probeQueue } from '../../client/queue-probe.js';
 import { sendPage } from '../render.js';
 import { sendPullQueuePage } from './pull-queue.js';
@@ -345,7 +345,7 @@ export function queueRoutes(ctx: WebContext): Router {
     const action = adminAction(params(req));
     const reply = await gw.mgr.send(`${action}_queue`, q.name);
     if (isRefusal(reply)) throw refused(`Couldn't ${action} queue.`, reply);
-    if (param(req, 'x_format') === 'json') res.json(reply);
+    if (wantsJson(req)) res.json(reply);
     else respond.redirect(req, res, respond.back(req), { notice: `Successfully ${PAST[action]} queue ${q.name}` });
   });
 
@@ -353,7 +353,7 @@ export function queueRoutes(ctx: WebContext): Router {
     const q = gw.existing(String(req.params['name']));
     const reply = await gw.mgr.send('restart_queue', q.name);
     if (isRefusal(reply)) throw refused("Couldn't restart queue.", reply);
-    if (param(req, 'x_format') === 'json') res.json(reply);
+    if (wantsJson(req)) res.json(reply);
     else respond.redirect(req, res, respond.back(req), { notice: `Successfully restarted queue ${q.name}` });
   });
 
